@@ -1,0 +1,119 @@
+//go:build linux
+
+// Package testutil holds the helpers gatenet's tests share: leak checks
+// (goroutines and open descriptors), a watchdog that dumps goroutines on a
+// hang, and the list of poller strategies every poller test runs under.
+package testutil
+
+import (
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/gatenet/gatenet/pollfd"
+)
+
+// GoleakOptions ignores the goroutines pollers keep for their lifetime
+// (the default poller's drain loop lives as long as the process) and
+// the runtime's timer callbacks.
+func GoleakOptions() []goleak.Option {
+	return []goleak.Option{
+		goleak.IgnoreAnyFunction("github.com/gatenet/gatenet/pollfd.(*drainLoop).runNested"),
+		goleak.IgnoreAnyFunction("github.com/gatenet/gatenet/pollfd.(*drainLoop).runDedicated"),
+	}
+}
+
+// VerifyTestMain runs the package's tests and fails if any goroutine leaked.
+// Call it from TestMain.
+func VerifyTestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, GoleakOptions()...)
+}
+
+// OpenFDs counts this process's open descriptors (/proc/self/fd, less the
+// one used to read it).
+func OpenFDs(t testing.TB) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatalf("reading /proc/self/fd: %v", err)
+	}
+	return len(ents) - 1
+}
+
+// CheckLeaks records the open-descriptor count now and, when the test ends,
+// fails if it has grown or if goroutines started by the test are still
+// running. Descriptors and goroutines are given a few seconds to go, since
+// finalizers and timer callbacks run asynchronously.
+func CheckLeaks(t testing.TB) {
+	t.Helper()
+	before := OpenFDs(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			return
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		after := OpenFDs(t)
+		for after > before && time.Now().Before(deadline) {
+			runtime.GC()
+			time.Sleep(20 * time.Millisecond)
+			after = OpenFDs(t)
+		}
+		if after > before {
+			t.Errorf("descriptor leak: %d open before the test, %d after", before, after)
+		}
+		goleak.VerifyNone(t, append(GoleakOptions(), goleak.IgnoreCurrent())...)
+	})
+}
+
+// Watchdog fails the test with a dump of every goroutine if it is still
+// running after d. It is a hang detector, not a timing assertion: give it
+// minutes, not milliseconds.
+func Watchdog(t testing.TB, d time.Duration) {
+	t.Helper()
+	done := make(chan struct{})
+	timer := time.AfterFunc(d, func() {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		select {
+		case <-done:
+			return
+		default:
+		}
+		// Fatal from a non-test goroutine is not allowed; print and panic
+		// so the hang cannot go unnoticed.
+		os.Stderr.Write(buf)
+		panic("testutil: watchdog: test " + t.Name() + " still running after " + d.String())
+	})
+	t.Cleanup(func() {
+		close(done)
+		timer.Stop()
+	})
+}
+
+// Strategies lists every poller configuration the poller suite runs under.
+func Strategies() []pollfd.Options {
+	return []pollfd.Options{
+		{Strategy: pollfd.Dedicated},
+		{Strategy: pollfd.Dedicated, Harvest: true},
+		{Strategy: pollfd.Nested},
+		{Strategy: pollfd.Nested, Harvest: true},
+	}
+}
+
+// NewPoller creates a poller for t with opts and closes it when t ends.
+func NewPoller(t testing.TB, opts pollfd.Options) *pollfd.Poller {
+	t.Helper()
+	p, err := pollfd.New(opts)
+	if err != nil {
+		t.Fatalf("pollfd.New(%v): %v", opts, err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Errorf("closing poller %v: %v", opts, err)
+		}
+	})
+	return p
+}

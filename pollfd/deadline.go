@@ -1,0 +1,131 @@
+//go:build linux
+
+package pollfd
+
+// Deadlines, with the runtime's semantics (netpoll.go: pollSetDeadline and
+// netpolldeadlineimpl):
+//
+//   - a time in the future arms a timer; the zero time clears; a time in
+//     the past (or exactly now) expires at once;
+//   - expiry is sticky: every Prepare and Wait in that direction fails with
+//     ErrTimeout until the next SetDeadline for it, even when data is
+//     already waiting in the kernel;
+//   - a deadline set in the past wakes the current waiter, without
+//     readiness, and it returns ErrTimeout; a deadline moved into the future
+//     or cleared wakes nobody: the waiter keeps waiting under the new rule;
+//   - read and write deadlines are independent; ModeReadWrite sets both.
+//
+// The deadline generation. Every SetDeadline, and Unblock, bumps the gate's
+// seq under mu. Arming a timer records armed = seq. When the timer fires,
+// its callback takes mu and expires the gate only if armed == seq (no
+// change since it was armed) and the deadline it served has passed. The
+// second condition covers a callback that had already started when
+// SetDeadline re-armed the same timer (time.Timer.Reset does not wait for a
+// running callback): it sees the new, later deadline and does nothing. So a
+// stale timer never expires a newer deadline, and a cleared one never fires.
+//
+// Each gate owns at most one timer, created on first use and re-armed with
+// Reset afterwards, so deadline churn (net/http sets one per request)
+// allocates nothing after the first.
+
+import (
+	"math"
+	"time"
+)
+
+// clockBase anchors the monotonic clock every deadline is measured on.
+var clockBase = time.Now()
+
+// nanotime is monotonic nanoseconds since clockBase: wall-clock jumps do not
+// move a deadline.
+func nanotime() int64 { return int64(time.Since(clockBase)) }
+
+// SetDeadline sets the deadline for mode (ModeRead, ModeWrite or
+// ModeReadWrite). The zero time clears it. It mirrors pollSetDeadline; on a
+// closing descriptor it changes nothing and returns ErrClosing.
+func (d *Desc) SetDeadline(t time.Time, mode Mode) error {
+	if mode != ModeRead && mode != ModeWrite && mode != ModeReadWrite {
+		return ErrInvalidMode
+	}
+	var rel time.Duration // 0: clear; < 0: expired; > 0: arm
+	if !t.IsZero() {
+		rel = time.Until(t)
+		if rel == 0 {
+			rel = -1 // "now" must not read as "no deadline"
+		}
+	}
+	now := nanotime()
+	woke := 0
+	d.mu.Lock()
+	if d.closing {
+		d.mu.Unlock()
+		return ErrClosing
+	}
+	if mode != ModeWrite {
+		if d.setDeadlineLocked(&d.rg, rel, now) {
+			woke++
+		}
+	}
+	if mode != ModeRead {
+		if d.setDeadlineLocked(&d.wg, rel, now) {
+			woke++
+		}
+	}
+	d.mu.Unlock()
+	if woke > 0 {
+		d.poller.stats.wakeups.Add(uint64(woke))
+	}
+	return nil
+}
+
+// setDeadlineLocked applies one direction's new deadline and reports
+// whether it woke a waiter. Called with mu held.
+func (d *Desc) setDeadlineLocked(g *gate, rel time.Duration, now int64) bool {
+	g.seq++
+	switch {
+	case rel == 0:
+		g.expired = false
+		g.deadline = 0
+		if g.timer != nil {
+			g.timer.Stop()
+		}
+		return false
+	case rel < 0:
+		g.expired = true
+		g.deadline = 0
+		if g.timer != nil {
+			g.timer.Stop()
+		}
+		return g.wakeLocked()
+	}
+	g.expired = false
+	g.deadline = now + int64(rel)
+	if g.deadline < now { // overflow
+		g.deadline = math.MaxInt64
+	}
+	g.armed = g.seq
+	if g.timer == nil {
+		g.timer = time.AfterFunc(rel, func() { d.deadlineFired(g) })
+	} else {
+		g.timer.Reset(rel)
+	}
+	return false
+}
+
+// deadlineFired is the timer callback: netpolldeadlineimpl.
+func (d *Desc) deadlineFired(g *gate) {
+	now := nanotime()
+	d.mu.Lock()
+	if d.closing || g.armed != g.seq || g.deadline == 0 || now < g.deadline {
+		d.mu.Unlock() // stale: re-armed, cleared or unblocked since
+		return
+	}
+	g.expired = true
+	g.deadline = 0
+	woke := g.wakeLocked()
+	d.mu.Unlock()
+	d.poller.stats.timerFires.Add(1)
+	if woke {
+		d.poller.stats.wakeups.Add(1)
+	}
+}

@@ -1,0 +1,35 @@
+// Package pollfd is gatenet's epoll readiness poller: one epoll instance per
+// Poller, a drain loop that turns epoll events into wake-ups, and a Desc per
+// registered descriptor whose two gates (read and write) I/O waiters park on.
+//
+// It realises, outside the Go runtime, the ten contracts the runtime's own
+// netpoller offers internal/poll:
+//
+//	runtimeNano            monotonic clock (time.Since of a fixed base)
+//	pollServerInit         New, or the lazily created Default poller
+//	pollOpen               (*Poller).Open: table entry, then EPOLL_CTL_ADD
+//	pollClose              (*Desc).Close: requires Unblock; EPOLL_CTL_DEL
+//	pollWait               (*Desc).Wait: Ready first, then closing > timeout > event error
+//	pollWaitCanceled       no caller on Linux
+//	pollReset              (*Desc).Prepare: fail fast or clear Ready
+//	pollSetDeadline        (*Desc).SetDeadline
+//	pollUnblock            (*Desc).Unblock: closing, wake both gates
+//	isPollServerDescriptor IsPollDescriptor
+//
+// An I/O loop built on it looks like internal/poll's:
+//
+//	if err := d.Prepare(pollfd.ModeRead); err != nil { return err }
+//	for {
+//		n, err := unix.Read(fd, p)
+//		if err != unix.EAGAIN { return n, err }
+//		if err := d.Wait(pollfd.ModeRead); err != nil { return 0, err }
+//	}
+//
+// Every descriptor is registered once, edge-triggered, for both directions
+// (EPOLLIN|EPOLLOUT|EPOLLRDHUP|EPOLLET). Why no edge is lost is argued in
+// gate.go; how the poller waits for epoll (a dedicated thread, or the epoll
+// descriptor nested in the runtime's own poller, with or without waiter-side
+// harvesting) is in strategy.go.
+//
+// The package is Linux-only; elsewhere New returns errors.ErrUnsupported.
+package pollfd

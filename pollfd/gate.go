@@ -1,0 +1,311 @@
+//go:build linux
+
+package pollfd
+
+// The gate protocol.
+//
+// A Desc has two gates, one per direction. Everything a gate holds is
+// guarded by the Desc's mutex mu; nothing on a gate is read without it.
+//
+//	ready    an epoll edge arrived for this direction and nobody has
+//	         consumed it yet. Set by the drain loop (or a harvesting
+//	         waiter) even when no one waits, so an edge that lands between
+//	         a syscall's EAGAIN and the park is kept, not lost. Cleared by
+//	         Prepare (before the syscall) and consumed by Wait.
+//	waiting  a goroutine has committed to park on wake. Only a waker
+//	         clears it, and the waker that clears it is the one that sends
+//	         the single token on wake: one park, at most one token.
+//	expired  the deadline has passed; sticky until the next SetDeadline on
+//	         this direction (deadline.go).
+//	seq      the deadline generation (deadline.go).
+//
+// The Desc adds closing (set once by Unblock, never cleared) and eventErr
+// (the last event was exactly EPOLLERR; any other event clears it).
+//
+// Transitions of one gate, each made under mu:
+//
+//	Prepare      closing → ErrClosing; expired → ErrTimeout; read && eventErr
+//	             → ErrNotPollable; otherwise ready = false.
+//	Wait         ready → consume it, return nil (Ready is consumed first);
+//	             else the same error checks as Prepare; else waiting = true,
+//	             unlock, park on wake; on wake, relock and start over.
+//	edge         ready = true; if waiting: waiting = false, send on wake.
+//	timer fires  if its generation is current: expired = true; if waiting:
+//	             waiting = false, send on wake (no ready).
+//	SetDeadline  in the past: expired = true and wake a waiter (no ready);
+//	             in the future or cleared: wake nobody.
+//	Unblock      closing = true; wake both waiters (no ready).
+//
+// Why each race is safe:
+//
+//   - Edge versus park. Wait re-checks ready under mu after deciding to park
+//     and publishes waiting under the same lock acquisition, and the drain
+//     loop sets ready and reads waiting under mu. So either the edge is seen
+//     before parking (consumed, no park) or the waker sees waiting and sends
+//     the token; the receive then cannot miss it, since wake is buffered.
+//   - Close/deadline versus park. Same argument: closing and expired are
+//     written under mu and checked under mu right before waiting is set.
+//   - A wake without ready (deadline moved into the past, then back into the
+//     future before the waiter runs) finds no error on re-check; the waiter
+//     parks again, which is what the runtime does (netpoll.go pollWait).
+//   - Lost edges. Prepare clears ready before the syscall; the syscall only
+//     reaches Wait after EAGAIN, and after EAGAIN any readiness is a new
+//     edge, which either sets ready before Wait looks or wakes it after. An
+//     edge cleared by Prepare announced something the syscall then sees.
+//   - One waiter per direction. The fd layer's read and write locks
+//     serialise waiters, so no second consumer can steal an edge. Wait still
+//     refuses a second concurrent waiter (ErrDoubleWait) rather than
+//     corrupting the gate.
+//   - Stale events. The drain loop finds a Desc by token (table.go); once
+//     Close has removed it, its events are dropped, and a reused fd number
+//     gets a new token.
+//
+// The wake path allocates nothing: wake is created once with the Desc.
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Mode selects a direction, with the runtime's values.
+type Mode int
+
+const (
+	ModeRead      Mode = 'r'
+	ModeWrite     Mode = 'w'
+	ModeReadWrite Mode = 'r' + 'w'
+)
+
+func (m Mode) String() string {
+	switch m {
+	case ModeRead:
+		return "read"
+	case ModeWrite:
+		return "write"
+	case ModeReadWrite:
+		return "read+write"
+	}
+	return "invalid mode"
+}
+
+// Errors returned by Prepare and Wait. The fd layer maps them to what the
+// standard library returns: ErrClosing to net.ErrClosed (sockets) or
+// os.ErrClosed (files), ErrTimeout to os.ErrDeadlineExceeded.
+var (
+	ErrClosing     = errors.New("pollfd: descriptor is closing")
+	ErrTimeout     = errors.New("pollfd: deadline exceeded")
+	ErrNotPollable = errors.New("not pollable") // last event was EPOLLERR alone
+	ErrDoubleWait  = errors.New("pollfd: a second waiter on the same gate")
+	ErrInvalidMode = errors.New("pollfd: invalid mode")
+	ErrNotClosing  = errors.New("pollfd: Close without Unblock")
+	ErrWaiters     = errors.New("pollfd: Close while a waiter is parked")
+)
+
+type gate struct {
+	ready    bool
+	waiting  bool
+	expired  bool
+	deadline int64  // monotonic ns (clock.go); 0: none
+	seq      uint64 // deadline generation
+	armed    uint64 // seq the timer was last armed for
+	timer    *time.Timer
+	wake     chan struct{} // capacity 1
+}
+
+// Desc is one registered descriptor. The zero value is not usable; get one
+// from (*Poller).Open.
+type Desc struct {
+	poller *Poller
+	fd     int
+	token  uint64 // set by table.insert before publication; immutable
+
+	mu       sync.Mutex
+	closing  bool
+	closed   bool
+	eventErr bool
+	rg, wg   gate
+}
+
+// Fd returns the descriptor number the Desc was opened for.
+func (d *Desc) Fd() int { return d.fd }
+
+// Poller returns the poller the descriptor is registered with.
+func (d *Desc) Poller() *Poller { return d.poller }
+
+func (d *Desc) gate(mode Mode) *gate {
+	switch mode {
+	case ModeRead:
+		return &d.rg
+	case ModeWrite:
+		return &d.wg
+	}
+	return nil
+}
+
+// check is netpollcheckerr: closing beats timeout beats an event error,
+// and the event error concerns reads only. Called with mu held.
+func (d *Desc) check(mode Mode, g *gate) error {
+	if d.closing {
+		return ErrClosing
+	}
+	if g.expired {
+		return ErrTimeout
+	}
+	if mode == ModeRead && d.eventErr {
+		return ErrNotPollable
+	}
+	return nil
+}
+
+// Prepare readies the descriptor for an I/O attempt in mode (ModeRead or
+// ModeWrite): it fails fast on closing, an expired deadline or (reads) an
+// event error, and otherwise forgets any earlier edge, because the syscall
+// the caller makes next observes that readiness directly. It mirrors the
+// runtime's pollReset.
+func (d *Desc) Prepare(mode Mode) error {
+	g := d.gate(mode)
+	if g == nil {
+		return ErrInvalidMode
+	}
+	d.mu.Lock()
+	err := d.check(mode, g)
+	if err == nil {
+		g.ready = false
+	}
+	d.mu.Unlock()
+	return err
+}
+
+// Wait parks until the descriptor is ready in mode (ModeRead or ModeWrite),
+// its deadline expires, or it is unblocked. An edge that arrived since
+// Prepare is consumed first and Wait returns at once. It mirrors the
+// runtime's pollWait, including re-parking after a wake that found neither
+// readiness nor an error.
+func (d *Desc) Wait(mode Mode) error {
+	g := d.gate(mode)
+	if g == nil {
+		return ErrInvalidMode
+	}
+	p := d.poller
+	if p.harvest {
+		// Before parking, collect whatever the kernel has ready, for this
+		// and other descriptors, on this thread: the scheduler then runs
+		// the woken goroutine without a cross-thread wake-up (strategy.go).
+		p.harvestNow()
+	}
+	d.mu.Lock()
+	for {
+		if g.ready {
+			g.ready = false
+			d.mu.Unlock()
+			return nil
+		}
+		if err := d.check(mode, g); err != nil {
+			d.mu.Unlock()
+			return err
+		}
+		if g.waiting {
+			d.mu.Unlock()
+			return ErrDoubleWait
+		}
+		g.waiting = true
+		d.mu.Unlock()
+		p.stats.parks.Add(1)
+		<-g.wake
+		d.mu.Lock()
+	}
+}
+
+// wakeLocked hands the single wake token to a parked waiter. Called with
+// mu held; reports whether a waiter was woken.
+func (g *gate) wakeLocked() bool {
+	if !g.waiting {
+		return false
+	}
+	g.waiting = false
+	g.wake <- struct{}{} // never blocks: one token per park, capacity 1
+	return true
+}
+
+// deliver records an epoll event for d: the drain loop's (and a harvesting
+// waiter's) half of the protocol. It mirrors netpollready.
+func (d *Desc) deliver(events uint32) {
+	woke := 0
+	d.mu.Lock()
+	d.eventErr = events == unix.EPOLLERR
+	if events&readEvents != 0 {
+		d.rg.ready = true
+		if d.rg.wakeLocked() {
+			woke++
+		}
+	}
+	if events&writeEvents != 0 {
+		d.wg.ready = true
+		if d.wg.wakeLocked() {
+			woke++
+		}
+	}
+	d.mu.Unlock()
+	if woke > 0 {
+		d.poller.stats.wakeups.Add(uint64(woke))
+	}
+}
+
+// Unblock marks the descriptor closing and wakes both waiters without
+// readiness; each returns ErrClosing, and so does every later Prepare and
+// Wait. Pending deadlines are cancelled. It mirrors pollUnblock and must
+// precede Close. A second call does nothing.
+func (d *Desc) Unblock() {
+	woke := 0
+	d.mu.Lock()
+	if d.closing {
+		d.mu.Unlock()
+		return
+	}
+	d.closing = true
+	for _, g := range [2]*gate{&d.rg, &d.wg} {
+		g.seq++
+		if g.timer != nil {
+			g.timer.Stop()
+		}
+		if g.wakeLocked() {
+			woke++
+		}
+	}
+	d.mu.Unlock()
+	if woke > 0 {
+		d.poller.stats.wakeups.Add(uint64(woke))
+	}
+}
+
+// Close removes the descriptor from the epoll set (EPOLL_CTL_DEL) and from
+// the token table. It does not close the fd: the caller does, afterwards,
+// so the number is not reused while it is still registered. Close requires
+// a prior Unblock and no parked waiter (the runtime throws for both; this
+// returns ErrNotClosing or ErrWaiters). A second Close returns ErrClosing.
+func (d *Desc) Close() error {
+	d.mu.Lock()
+	switch {
+	case !d.closing:
+		d.mu.Unlock()
+		return ErrNotClosing
+	case d.rg.waiting || d.wg.waiting:
+		d.mu.Unlock()
+		return ErrWaiters
+	case d.closed:
+		d.mu.Unlock()
+		return ErrClosing
+	}
+	d.closed = true
+	d.mu.Unlock()
+	p := d.poller
+	// The errno is ignored as the runtime ignores netpollclose's: the fd may
+	// already be gone from the set (closed elsewhere, or a dup still open).
+	_ = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, d.fd, &unix.EpollEvent{})
+	p.table.remove(d)
+	p.stats.registered.Add(-1)
+	return nil
+}

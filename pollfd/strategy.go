@@ -1,0 +1,250 @@
+//go:build linux
+
+package pollfd
+
+// How a poller waits for epoll. The gate, token, deadline and close
+// semantics do not depend on it; only where the cross-thread wake-ups fall
+// does.
+//
+// Dedicated (the seed design's form): one goroutine, locked to its own OS
+// thread, blocked in epoll_wait(-1). It needs nothing from the runtime's
+// poller, but every readiness costs a wake-up of that thread and then a
+// second one, of the waiter, by the scheduler: on 2 vCPUs a round trip costs
+// about four times what it costs on net (DESIGN.md, "The hop").
+//
+// Nested: the epoll descriptor is itself registered with the Go runtime's
+// poller (it is readable whenever it has events), and the drain goroutine
+// parks in the runtime, not in a system call. When the runtime reports the
+// epoll fd readable, the goroutine drains it with epoll_wait(…, 0) until it
+// comes back short and parks again. No thread is dedicated; the runtime's
+// scheduler wakes the drain goroutine as it wakes any network waiter.
+// Edge-triggered nesting is sound here because the drain always empties
+// the ready list before parking: any later event makes the epoll fd
+// readable anew, which is a new edge for the runtime.
+//
+// Harvest (combinable with either): a waiter about to park first runs
+// epoll_wait(…, 0) itself and delivers what it finds, for any descriptor,
+// on its own thread. In request/response traffic the answer has usually
+// arrived by then, so the waiter returns without parking and the goroutine
+// it readied runs on this P with no thread woken. Concurrent epoll_wait
+// calls on one epoll fd are safe: each event goes to exactly one caller,
+// which delivers it, so nothing is lost whoever takes it.
+//
+// The default is nested + harvest, chosen by BenchmarkPipePingPong
+// (pollfd_bench_test.go and the README's table): on the 2-core reference
+// machine it is the fastest form that spins no CPU.
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Strategy selects how the drain loop waits for epoll.
+type Strategy int
+
+const (
+	// Nested parks the epoll descriptor in the Go runtime's poller.
+	Nested Strategy = iota
+	// Dedicated blocks one locked OS thread in epoll_wait(-1).
+	Dedicated
+)
+
+func (s Strategy) String() string {
+	switch s {
+	case Nested:
+		return "nested"
+	case Dedicated:
+		return "dedicated"
+	}
+	return fmt.Sprintf("Strategy(%d)", int(s))
+}
+
+// Options configure a Poller.
+type Options struct {
+	Strategy Strategy
+	// Harvest lets a waiter run epoll_wait(…, 0) itself before it parks.
+	Harvest bool
+}
+
+// DefaultOptions returns what Default uses unless GATENET_POLLER says
+// otherwise: Nested with Harvest.
+func DefaultOptions() Options { return Options{Strategy: Nested, Harvest: true} }
+
+// String gives the form ParseOptions reads: "nested", "dedicated",
+// "nested+harvest", "dedicated+harvest".
+func (o Options) String() string {
+	if o.Harvest {
+		return o.Strategy.String() + "+harvest"
+	}
+	return o.Strategy.String()
+}
+
+func (o Options) validate() error {
+	if o.Strategy != Nested && o.Strategy != Dedicated {
+		return fmt.Errorf("pollfd: unknown strategy %v", o.Strategy)
+	}
+	return nil
+}
+
+// ParseOptions reads the String form of Options.
+func ParseOptions(s string) (Options, error) {
+	var o Options
+	name, extra, _ := strings.Cut(strings.TrimSpace(s), "+")
+	switch name {
+	case "nested":
+		o.Strategy = Nested
+	case "dedicated":
+		o.Strategy = Dedicated
+	default:
+		return o, fmt.Errorf("pollfd: unknown strategy %q (want nested or dedicated, optionally +harvest)", s)
+	}
+	switch extra {
+	case "":
+	case "harvest":
+		o.Harvest = true
+	default:
+		return o, fmt.Errorf("pollfd: unknown option %q in %q", extra, s)
+	}
+	return o, nil
+}
+
+// shutdownToken marks the dedicated loop's eventfd; table tokens are never 0.
+const shutdownToken = 0
+
+// drainLoop is the goroutine that turns epoll events into deliveries.
+type drainLoop struct {
+	buf     []unix.EpollEvent
+	eventfd int      // Dedicated: written by stop to end epoll_wait(-1)
+	epfile  *os.File // Nested: the epoll fd as the runtime poller sees it
+	done    sync.WaitGroup
+}
+
+func (l *drainLoop) start(p *Poller) error {
+	l.buf = make([]unix.EpollEvent, eventBatch)
+	switch p.opts.Strategy {
+	case Dedicated:
+		efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+		if err != nil {
+			return os.NewSyscallError("eventfd", err)
+		}
+		ev := unix.EpollEvent{Events: unix.EPOLLIN}
+		setToken(&ev, shutdownToken)
+		if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, efd, &ev); err != nil {
+			unix.Close(efd)
+			return os.NewSyscallError("epoll_ctl", err)
+		}
+		l.eventfd = efd
+		l.done.Add(1)
+		go l.runDedicated(p)
+	case Nested:
+		// os.NewFile registers a descriptor with the runtime poller only if
+		// it is already non-blocking. The epoll fd is dup'ed so that the
+		// os.File owns its own number and Poller.Close closes p.epfd itself.
+		dup, err := unix.FcntlInt(uintptr(p.epfd), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return os.NewSyscallError("fcntl", err)
+		}
+		if err := unix.SetNonblock(dup, true); err != nil {
+			unix.Close(dup)
+			return os.NewSyscallError("fcntl", err)
+		}
+		l.epfile = os.NewFile(uintptr(dup), "pollfd-epoll")
+		rc, err := l.epfile.SyscallConn()
+		if err != nil {
+			l.epfile.Close()
+			return err
+		}
+		l.done.Add(1)
+		go l.runNested(p, rc)
+	}
+	return nil
+}
+
+// runDedicated is the seed's drain loop: epoll_wait(-1) forever, EINTR
+// retried (in Go it is common: the runtime preempts with SIGURG).
+func (l *drainLoop) runDedicated(p *Poller) {
+	defer l.done.Done()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for {
+		n, err := unix.EpollWait(p.epfd, l.buf, -1)
+		if err == unix.EINTR {
+			p.stats.eintr.Add(1)
+			continue
+		}
+		if err != nil {
+			panic(fmt.Sprintf("pollfd: epoll_wait failed: %v", err)) // the runtime throws too
+		}
+		p.stats.epollWaits.Add(1)
+		p.dispatch(l.buf[:n])
+		if p.closed.Load() {
+			return
+		}
+	}
+}
+
+// runNested waits for the epoll fd in the runtime poller and drains it
+// with zero-timeout epoll_wait until it comes back short.
+func (l *drainLoop) runNested(p *Poller, rc interface {
+	Read(func(uintptr) bool) error
+}) {
+	defer l.done.Done()
+	// Read returns when stop closes epfile (errClosing); nothing else ends it.
+	_ = rc.Read(func(uintptr) bool {
+		for {
+			n, errno := epollWaitNow(p.epfd, l.buf)
+			if errno == unix.EINTR {
+				p.stats.eintr.Add(1)
+				continue
+			}
+			if errno != 0 {
+				panic(fmt.Sprintf("pollfd: epoll_wait failed: %v", errno))
+			}
+			p.stats.epollWaits.Add(1)
+			p.dispatch(l.buf[:n])
+			if p.closed.Load() {
+				return true
+			}
+			if n < len(l.buf) {
+				return false // drained: park until the epoll fd is readable again
+			}
+		}
+	})
+}
+
+// stop ends the drain goroutine and waits for it.
+func (l *drainLoop) stop(p *Poller) error {
+	var err error
+	switch p.opts.Strategy {
+	case Dedicated:
+		var one = [8]byte{1}
+		if _, werr := unix.Write(l.eventfd, one[:]); werr != nil {
+			err = os.NewSyscallError("write", werr)
+		}
+		l.done.Wait()
+		unix.Close(l.eventfd)
+	case Nested:
+		err = l.epfile.Close()
+		l.done.Wait()
+	}
+	return err
+}
+
+// harvestBatch is how many events a waiter collects before it parks.
+const harvestBatch = 16
+
+// harvestNow is the waiter-side epoll_wait(…, 0) (see the top of this file).
+func (p *Poller) harvestNow() {
+	var buf [harvestBatch]unix.EpollEvent
+	n, errno := epollWaitNow(p.epfd, buf[:])
+	if errno != 0 || n <= 0 {
+		return // EINTR or nothing: the drain loop remains the backstop
+	}
+	p.stats.harvests.Add(1)
+	p.dispatch(buf[:n])
+}
