@@ -1,0 +1,26 @@
+// Package gatenet is a drop-in replacement for the parts of package net and
+// os that carry bytes over descriptors — TCP and Unix sockets, pipes, FIFOs,
+// ttys — driven by gatenet's own epoll readiness poller (package pollfd)
+// instead of the Go runtime's netpoller.
+//
+// The types satisfy the standard interfaces and behave as the standard
+// library's do: the same errors (net.ErrClosed, os.ErrDeadlineExceeded,
+// *net.OpError and *fs.PathError shapes, bare io.EOF), the same deadline
+// semantics, the same close-unblocks-everything. A File from Pipe, NewFile
+// or OpenFile is an *os.File for pollable descriptors whose reads honour
+// deadlines and are unblocked by Close — for any descriptor epoll accepts.
+//
+// The data path of every read (writes, accepts and connects are alike):
+//
+//	Read(p) → read lock (one reader at a time) → Prepare(read)
+//	        → read(2) → data?  return it
+//	                  → EAGAIN → Wait(read): park on the read gate
+//	                        ↑ drain loop: epoll_wait → token → desc → ready, wake
+//	                        ↑ deadline timer → expired, wake
+//	                        ↑ Close → Unblock: closing, wake
+//	                  → retry read(2)
+//
+// gatenet is Linux-only in substance. On other systems the package compiles
+// and delegates to the standard library (File wraps *os.File), so code
+// using it builds everywhere.
+package gatenet

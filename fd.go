@@ -1,0 +1,424 @@
+//go:build linux
+
+package gatenet
+
+import (
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gatenet/gatenet/pollfd"
+)
+
+// descriptor is the descriptor every conn, listener and file is built on:
+// internal/poll's FD with gatenet's poller underneath. It owns sysfd.
+//
+// Lifetime: every operation holds a reference (fdMutex, fd_mutex.go) for
+// as long as it uses sysfd; Read-side operations also hold the read lock
+// and Write-side ones the write lock, so there is one reader and one writer
+// at a time and so at most one waiter per gate. Close sets the closed bit,
+// unblocks every waiter (pollfd.Desc.Unblock) and drops its reference; the
+// last reference to go runs destroy: EPOLL_CTL_DEL, then close(2). Close
+// itself returns only after destroy has run (unless the descriptor is in
+// blocking mode, where a syscall may be stuck in the kernel), so the fd
+// number is never reused while a syscall on it runs.
+//
+// Each I/O loop is internal/poll's: lock → prepare (fails fast on close,
+// expired deadline) → syscall → EAGAIN → wait → retry, EINTR retried.
+type descriptor struct {
+	mu    fdMutex
+	sysfd int
+	pd    *pollfd.Desc // nil when epoll refused the descriptor: blocking I/O
+
+	isFile        bool // errors are the file kind (os.ErrClosed, not net.ErrClosed)
+	isStream      bool // reads and writes are capped at maxRW per syscall
+	zeroReadIsEOF bool // a 0-byte read means EOF (everything but datagrams)
+
+	isBlocking atomic.Bool   // O_NONBLOCK cleared: Close neither waits nor interrupts
+	destroyed  chan struct{} // closed by destroy; Close waits on it
+	cleanup    runtime.Cleanup
+
+	iovecs []unix.Iovec // Writev's cache, guarded by the write lock
+}
+
+// maxRW caps one read or write on a stream, as internal/poll does, so that
+// a huge buffer is not handed to the kernel in one call.
+const maxRW = 1 << 30
+
+// newDescriptor wraps sysfd and registers it with p. pollable false, or a
+// registration epoll refuses (EPERM: a regular file or directory), leaves
+// it in blocking mode; the registration error is returned alongside the
+// usable descriptor, as internal/poll's Init does, for callers (sockets)
+// that treat it as fatal.
+func newDescriptor(sysfd int, p *pollfd.Poller, pollable, isFile, isStream, zeroReadIsEOF bool) (*descriptor, error) {
+	fd := &descriptor{
+		sysfd:         sysfd,
+		isFile:        isFile,
+		isStream:      isStream,
+		zeroReadIsEOF: zeroReadIsEOF,
+		destroyed:     make(chan struct{}),
+	}
+	var err error
+	if pollable {
+		fd.pd, err = p.Open(sysfd)
+	}
+	if fd.pd == nil {
+		fd.isBlocking.Store(true)
+	}
+	// A descriptor dropped without Close is closed by the collector, as
+	// os and net do with finalizers. The cleanup holds what it needs, not
+	// fd, so fd can be collected; methods keep fd alive while they run.
+	fd.cleanup = runtime.AddCleanup(fd, closeLeaked, leaked{sysfd, fd.pd})
+	return fd, err
+}
+
+type leaked struct {
+	sysfd int
+	pd    *pollfd.Desc
+}
+
+func closeLeaked(l leaked) {
+	if l.pd != nil {
+		l.pd.Unblock()
+		l.pd.Close()
+	}
+	unix.Close(l.sysfd)
+}
+
+// destroy runs when the last reference goes: unregister, then close.
+func (fd *descriptor) destroy() error {
+	fd.cleanup.Stop()
+	if fd.pd != nil {
+		fd.pd.Close()
+	}
+	// close(2) is never retried: after EINTR the descriptor is gone anyway.
+	err := unix.Close(fd.sysfd)
+	fd.sysfd = -1
+	close(fd.destroyed)
+	return err
+}
+
+// Close closes the descriptor: every blocked operation returns the closed
+// error, and Close returns once the number is really closed.
+func (fd *descriptor) Close() error {
+	if !fd.mu.increfAndClose() {
+		return errClosing(fd.isFile)
+	}
+	if fd.pd != nil {
+		fd.pd.Unblock()
+	}
+	err := fd.decref()
+	if !fd.isBlocking.Load() {
+		<-fd.destroyed
+	}
+	return err
+}
+
+func (fd *descriptor) incref() error {
+	if !fd.mu.incref() {
+		return errClosing(fd.isFile)
+	}
+	return nil
+}
+
+// decref drops a reference; the last one destroys the descriptor and
+// returns close(2)'s error.
+func (fd *descriptor) decref() error {
+	if fd.mu.decref() {
+		return fd.destroy()
+	}
+	return nil
+}
+
+func (fd *descriptor) readLock() error {
+	if !fd.mu.rwlock(true) {
+		return errClosing(fd.isFile)
+	}
+	return nil
+}
+
+func (fd *descriptor) readUnlock() {
+	if fd.mu.rwunlock(true) {
+		fd.destroy()
+	}
+}
+
+func (fd *descriptor) writeLock() error {
+	if !fd.mu.rwlock(false) {
+		return errClosing(fd.isFile)
+	}
+	return nil
+}
+
+func (fd *descriptor) writeUnlock() {
+	if fd.mu.rwunlock(false) {
+		fd.destroy()
+	}
+}
+
+// sysfdOrInvalid returns the descriptor number, or -1 once closed.
+func (fd *descriptor) sysfdOrInvalid() int {
+	if fd.incref() != nil {
+		return -1
+	}
+	defer fd.decref()
+	return fd.sysfd
+}
+
+// pollable reports whether the descriptor is registered with a poller.
+func (fd *descriptor) pollable() bool { return fd.pd != nil }
+
+func (fd *descriptor) prepare(mode pollfd.Mode) error {
+	if fd.pd == nil {
+		return nil // as internal/poll: no checks for a non-pollable fd
+	}
+	return convertPollErr(fd.pd.Prepare(mode), fd.isFile)
+}
+
+func (fd *descriptor) wait(mode pollfd.Mode) error {
+	if fd.pd == nil {
+		return errWaitUnsupported
+	}
+	return convertPollErr(fd.pd.Wait(mode), fd.isFile)
+}
+
+// eofError turns a 0-byte read into io.EOF where that means end of file.
+func (fd *descriptor) eofError(n int, err error) error {
+	if n == 0 && err == nil && fd.zeroReadIsEOF {
+		return io.EOF
+	}
+	return err
+}
+
+// Read wraps read(2). It mirrors internal/poll's FD.Read: a zero-length
+// read returns (0, nil) without a syscall or deadline check; one read(2)
+// per call, so short reads are normal; io.EOF bare.
+func (fd *descriptor) Read(p []byte) (int, error) {
+	if err := fd.readLock(); err != nil {
+		return 0, err
+	}
+	defer fd.readUnlock()
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if err := fd.prepare(pollfd.ModeRead); err != nil {
+		return 0, err
+	}
+	if fd.isStream && len(p) > maxRW {
+		p = p[:maxRW]
+	}
+	for {
+		n, err := ignoringEINTRIO(unix.Read, fd.sysfd, p)
+		if err != nil {
+			n = 0
+			if err == unix.EAGAIN && fd.pollable() {
+				if err = fd.wait(pollfd.ModeRead); err == nil {
+					continue
+				}
+			}
+		}
+		return n, fd.eofError(n, err)
+	}
+}
+
+// Write wraps write(2), looping until all of p is written, as
+// internal/poll's FD.Write does. A zero-length Write still checks the
+// deadline and calls write(2). On error the count written so far is kept.
+func (fd *descriptor) Write(p []byte) (int, error) {
+	if err := fd.writeLock(); err != nil {
+		return 0, err
+	}
+	defer fd.writeUnlock()
+	if err := fd.prepare(pollfd.ModeWrite); err != nil {
+		return 0, err
+	}
+	var nn int
+	for {
+		max := len(p)
+		if fd.isStream && max-nn > maxRW {
+			max = nn + maxRW
+		}
+		n, err := ignoringEINTRIO(unix.Write, fd.sysfd, p[nn:max])
+		if n > max-nn {
+			// The kernel claims more than asked: memory may be corrupt.
+			panic("invalid return from write: got " + strconv.Itoa(n) + " from a write of " + strconv.Itoa(max-nn))
+		}
+		if n > 0 {
+			nn += n
+		}
+		if nn == len(p) {
+			return nn, err
+		}
+		if err == unix.EAGAIN && fd.pollable() {
+			if err = fd.wait(pollfd.ModeWrite); err == nil {
+				continue
+			}
+		}
+		if err != nil {
+			return nn, err
+		}
+		if n == 0 {
+			return nn, io.ErrUnexpectedEOF
+		}
+	}
+}
+
+// Pread wraps pread(2). Like internal/poll it takes only a reference: it
+// is neither polled nor serialised with Read.
+func (fd *descriptor) Pread(p []byte, off int64) (int, error) {
+	if err := fd.incref(); err != nil {
+		return 0, err
+	}
+	defer fd.decref()
+	if fd.isStream && len(p) > maxRW {
+		p = p[:maxRW]
+	}
+	var n int
+	var err error
+	for {
+		n, err = unix.Pread(fd.sysfd, p, off)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		n = 0
+	}
+	return n, fd.eofError(n, err)
+}
+
+// Pwrite wraps pwrite(2), looping until all of p is written at off.
+func (fd *descriptor) Pwrite(p []byte, off int64) (int, error) {
+	if err := fd.incref(); err != nil {
+		return 0, err
+	}
+	defer fd.decref()
+	var nn int
+	for {
+		max := len(p)
+		if fd.isStream && max-nn > maxRW {
+			max = nn + maxRW
+		}
+		n, err := unix.Pwrite(fd.sysfd, p[nn:max], off+int64(nn))
+		if err == unix.EINTR {
+			continue
+		}
+		if n > 0 {
+			nn += n
+		}
+		if nn == len(p) {
+			return nn, err
+		}
+		if err != nil {
+			return nn, err
+		}
+		if n == 0 {
+			return nn, io.ErrUnexpectedEOF
+		}
+	}
+}
+
+// Accept wraps accept4(2) with SOCK_NONBLOCK|SOCK_CLOEXEC. Under the read
+// lock it accepts until EAGAIN before it waits (one edge may announce many
+// connections); ECONNABORTED is retried silently, as internal/poll does.
+// The returned string names the failed syscall for wrapping.
+func (fd *descriptor) Accept() (int, unix.Sockaddr, string, error) {
+	if err := fd.readLock(); err != nil {
+		return -1, nil, "", err
+	}
+	defer fd.readUnlock()
+	if err := fd.prepare(pollfd.ModeRead); err != nil {
+		return -1, nil, "", err
+	}
+	for {
+		s, rsa, err := unix.Accept4(fd.sysfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		if err == nil {
+			return s, rsa, "", nil
+		}
+		switch err {
+		case unix.EINTR, unix.ECONNABORTED:
+			continue
+		case unix.EAGAIN:
+			if fd.pollable() {
+				if err = fd.wait(pollfd.ModeRead); err == nil {
+					continue
+				}
+				return -1, nil, "", err
+			}
+		}
+		return -1, nil, "accept4", err
+	}
+}
+
+// SetDeadline sets the deadline for mode, as internal/poll's
+// setDeadlineImpl: a closed descriptor reports the closed error; one epoll
+// refused reports os.ErrNoDeadline.
+func (fd *descriptor) SetDeadline(t time.Time, mode pollfd.Mode) error {
+	if err := fd.incref(); err != nil {
+		return err
+	}
+	defer fd.decref()
+	if fd.pd == nil {
+		return os.ErrNoDeadline
+	}
+	return convertPollErr(fd.pd.SetDeadline(t, mode), fd.isFile)
+}
+
+// SetBlocking clears O_NONBLOCK for good, as internal/poll's SetBlocking:
+// the descriptor stays registered, but a blocked syscall can no longer be
+// interrupted by a deadline or Close.
+func (fd *descriptor) SetBlocking() error {
+	if err := fd.incref(); err != nil {
+		return err
+	}
+	defer fd.decref()
+	fd.isBlocking.Store(true)
+	return unix.SetNonblock(fd.sysfd, false)
+}
+
+// Dup duplicates the descriptor with F_DUPFD_CLOEXEC; the string names the
+// failed call.
+func (fd *descriptor) Dup() (int, string, error) {
+	if err := fd.incref(); err != nil {
+		return -1, "", err
+	}
+	defer fd.decref()
+	nfd, err := unix.FcntlInt(uintptr(fd.sysfd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return -1, "fcntl", err
+	}
+	return nfd, "", nil
+}
+
+// Fstat wraps fstat(2) with EINTR retried. It fills a syscall.Stat_t, the
+// type os.FileInfo.Sys returns, so callers' type assertions carry over.
+func (fd *descriptor) Fstat(st *syscall.Stat_t) error {
+	if err := fd.incref(); err != nil {
+		return err
+	}
+	defer fd.decref()
+	for {
+		err := syscall.Fstat(fd.sysfd, st)
+		if err != syscall.EINTR {
+			return err
+		}
+	}
+}
+
+// ignoringEINTRIO retries an I/O syscall interrupted by a signal. Go's
+// handlers use SA_RESTART, but EINTR still occurs (internal/poll cites
+// golang.org/issue/22838 and others).
+func ignoringEINTRIO(fn func(int, []byte) (int, error), fd int, p []byte) (int, error) {
+	for {
+		n, err := fn(fd, p)
+		if err != unix.EINTR {
+			return n, err
+		}
+	}
+}

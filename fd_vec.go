@@ -1,0 +1,136 @@
+//go:build linux
+
+package gatenet
+
+import (
+	"io"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gatenet/gatenet/pollfd"
+)
+
+// maxIovecs is IOV_MAX on Linux: how many buffers one readv/writev takes.
+const maxIovecs = 1024
+
+// Writev wraps writev(2), as internal/poll's FD.Writev: it writes every
+// buffer in *v, in batches of at most 1024 non-empty buffers (a buffer over
+// 1 GiB on a stream ends its batch at 1 GiB), looping on partial writes and
+// EAGAIN. It consumes *v as it goes, so on error *v holds what was not
+// written. The iovec array is cached per descriptor: no allocation after
+// the first call.
+func (fd *descriptor) Writev(v *[][]byte) (int64, error) {
+	if err := fd.writeLock(); err != nil {
+		return 0, err
+	}
+	defer fd.writeUnlock()
+	if err := fd.prepare(pollfd.ModeWrite); err != nil {
+		return 0, err
+	}
+	var n int64
+	var err error
+	for len(*v) > 0 {
+		iovecs := fd.iovecs[:0]
+		for _, chunk := range *v {
+			if len(chunk) == 0 {
+				continue
+			}
+			iov := unix.Iovec{Base: &chunk[0]}
+			if fd.isStream && len(chunk) > maxRW {
+				iov.SetLen(maxRW)
+				iovecs = append(iovecs, iov)
+				break // the rest of this chunk goes in the next batch
+			}
+			iov.SetLen(len(chunk))
+			iovecs = append(iovecs, iov)
+			if len(iovecs) == maxIovecs {
+				break
+			}
+		}
+		if len(iovecs) == 0 {
+			break
+		}
+		fd.iovecs = iovecs
+		var wrote uintptr
+		wrote, err = writev(fd.sysfd, iovecs)
+		if wrote == ^uintptr(0) {
+			wrote = 0
+		}
+		n += int64(wrote)
+		consume(v, int64(wrote))
+		clear(iovecs) // drop the references to the caller's buffers
+		if err != nil {
+			if err == unix.EINTR {
+				continue
+			}
+			if err == unix.EAGAIN && fd.pollable() {
+				if err = fd.wait(pollfd.ModeWrite); err == nil {
+					continue
+				}
+			}
+			break
+		}
+		if n == 0 {
+			err = io.ErrUnexpectedEOF
+			break
+		}
+	}
+	return n, err
+}
+
+func writev(fd int, iovecs []unix.Iovec) (uintptr, error) {
+	r, _, e := unix.Syscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&iovecs[0])), uintptr(len(iovecs)))
+	if e != 0 {
+		return r, e
+	}
+	return r, nil
+}
+
+// consume removes n bytes from the front of *v, as net.Buffers does.
+func consume(v *[][]byte, n int64) {
+	for len(*v) > 0 {
+		ln0 := int64(len((*v)[0]))
+		if ln0 > n {
+			(*v)[0] = (*v)[0][n:]
+			return
+		}
+		n -= ln0
+		(*v)[0] = nil
+		*v = (*v)[1:]
+	}
+}
+
+// Readv wraps readv(2): one call filling the buffers in order, polled like
+// Read. Empty buffers are skipped; a zero total returns (0, nil).
+func (fd *descriptor) Readv(bufs [][]byte) (int, error) {
+	if err := fd.readLock(); err != nil {
+		return 0, err
+	}
+	defer fd.readUnlock()
+	total := 0
+	for _, b := range bufs {
+		total += len(b)
+	}
+	if total == 0 {
+		return 0, nil
+	}
+	if err := fd.prepare(pollfd.ModeRead); err != nil {
+		return 0, err
+	}
+	for {
+		n, err := unix.Readv(fd.sysfd, bufs)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			n = 0
+			if err == unix.EAGAIN && fd.pollable() {
+				if err = fd.wait(pollfd.ModeRead); err == nil {
+					continue
+				}
+			}
+		}
+		return n, fd.eofError(n, err)
+	}
+}

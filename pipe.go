@@ -1,0 +1,325 @@
+//go:build linux
+
+package gatenet
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gatenet/gatenet/pollfd"
+)
+
+// File is an *os.File for pollable descriptors — pipes, FIFOs, ttys,
+// character devices, eventfds — driven by gatenet's poller: reads and
+// writes honour deadlines and Close unblocks them, for every descriptor
+// epoll accepts, including ones *os.File leaves blocking (os.NewFile on a
+// blocking fd). Errors are those *os.File returns: *fs.PathError with the
+// op ("read", "write", "close") and name, os.ErrClosed after Close,
+// os.ErrDeadlineExceeded on a deadline, bare io.EOF.
+//
+// A descriptor epoll refuses (a regular file or directory) works in
+// blocking mode, and its SetDeadline returns os.ErrNoDeadline, exactly as
+// *os.File.
+type File struct {
+	fd   *descriptor
+	name string
+	// nonblock: gatenet set O_NONBLOCK itself, so Fd restores blocking mode
+	// (as *os.File does for the descriptors it made non-blocking).
+	nonblock bool
+}
+
+// Pipe returns a connected pair of Files: reads from r return bytes written
+// to w. It wraps pipe2(2) with O_CLOEXEC|O_NONBLOCK and mirrors os.Pipe,
+// names ("|0", "|1") included.
+func Pipe() (r, w *File, err error) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		return nil, nil, os.NewSyscallError("pipe2", err)
+	}
+	return newFile(p[0], "|0", true), newFile(p[1], "|1", true), nil
+}
+
+// NewFile returns a File for the descriptor fd, as os.NewFile does, but
+// puts it in non-blocking mode and registers it with the poller, so every
+// pollable descriptor gets deadlines and close-unblock (os.NewFile polls
+// only descriptors that are already non-blocking). A descriptor epoll
+// refuses stays as it was, in blocking mode. NewFile returns nil if fd is
+// negative. A descriptor that is not open gives a File whose operations
+// fail with EBADF, as with os.NewFile.
+func NewFile(fd uintptr, name string) *File {
+	sysfd := int(fd)
+	if sysfd < 0 {
+		return nil
+	}
+	flags, err := unix.FcntlInt(fd, unix.F_GETFL, 0)
+	if err != nil {
+		return newFileMode(sysfd, name, false, false) // not open: fails like os
+	}
+	if flags&unix.O_NONBLOCK != 0 {
+		return newFile(sysfd, name, false)
+	}
+	if err := unix.SetNonblock(sysfd, true); err != nil {
+		return newFileMode(sysfd, name, false, false)
+	}
+	return newFile(sysfd, name, true)
+}
+
+// OpenFile opens the named file, as os.OpenFile, for FIFOs, ttys and
+// character devices that need deadlines. It wraps open(2) with O_CLOEXEC;
+// unless flag has O_NONBLOCK, the descriptor is made non-blocking for
+// polling, and restored to blocking if epoll refuses it (a regular file or
+// a directory), as os does.
+func OpenFile(name string, flag int, perm os.FileMode) (*File, error) {
+	var sysfd int
+	var err error
+	for {
+		sysfd, err = unix.Open(name, flag|unix.O_CLOEXEC, syscallMode(perm))
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+	}
+	if flag&unix.O_NONBLOCK != 0 {
+		return newFile(sysfd, name, false), nil
+	}
+	if err := unix.SetNonblock(sysfd, true); err != nil {
+		unix.Close(sysfd)
+		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+	}
+	return newFile(sysfd, name, true), nil
+}
+
+// newFile registers sysfd with the default poller. If we made it
+// non-blocking (weSetNonblock) and epoll refuses it, blocking mode is
+// restored.
+func newFile(sysfd int, name string, weSetNonblock bool) *File {
+	f := newFileMode(sysfd, name, true, weSetNonblock)
+	if !f.fd.pollable() && weSetNonblock {
+		unix.SetNonblock(sysfd, false)
+		f.nonblock = false
+	}
+	return f
+}
+
+func newFileMode(sysfd int, name string, pollable, nonblock bool) *File {
+	// The registration error is not fatal for files: EPERM (a regular
+	// file or a directory) means blocking I/O, as os.newFile decides.
+	fd, _ := newDescriptor(sysfd, pollfd.Default(), pollable, true, true, true)
+	return &File{fd: fd, name: name, nonblock: nonblock}
+}
+
+// syscallMode turns an os.FileMode into open(2)'s mode bits, as os does.
+func syscallMode(m os.FileMode) uint32 {
+	o := uint32(m.Perm())
+	if m&os.ModeSetuid != 0 {
+		o |= unix.S_ISUID
+	}
+	if m&os.ModeSetgid != 0 {
+		o |= unix.S_ISGID
+	}
+	if m&os.ModeSticky != 0 {
+		o |= unix.S_ISVTX
+	}
+	return o
+}
+
+func (f *File) checkValid(op string) error {
+	if f == nil {
+		return os.ErrInvalid
+	}
+	return nil
+}
+
+// wrapErr shapes an fd-layer error as *os.File does.
+func (f *File) wrapErr(op string, err error) error {
+	if err == nil || err == io.EOF {
+		return err
+	}
+	if err == errFileClosing {
+		err = os.ErrClosed
+	}
+	return &fs.PathError{Op: op, Path: f.name, Err: err}
+}
+
+// Read reads up to len(b) bytes, waiting for data, its read deadline or
+// Close. At end of file it returns 0, io.EOF.
+func (f *File) Read(b []byte) (int, error) {
+	if err := f.checkValid("read"); err != nil {
+		return 0, err
+	}
+	n, err := f.fd.Read(b)
+	return n, f.wrapErr("read", err)
+}
+
+// Write writes all of b, waiting for space as needed; on a deadline or
+// Close it returns the count written so far with the error.
+func (f *File) Write(b []byte) (int, error) {
+	if err := f.checkValid("write"); err != nil {
+		return 0, err
+	}
+	n, err := f.fd.Write(b)
+	if n < 0 {
+		n = 0
+	}
+	if n != len(b) && err == nil {
+		err = io.ErrShortWrite
+	}
+	// *os.File re-raises SIGPIPE for EPIPE on descriptors 1 and 2 (through
+	// a runtime hook out of reach here); a File returns EPIPE in every
+	// case, as a net conn does.
+	return n, f.wrapErr("write", err)
+}
+
+// ReadAt reads len(b) bytes from offset off (pread(2)), as *os.File.
+func (f *File) ReadAt(b []byte, off int64) (n int, err error) {
+	if err := f.checkValid("read"); err != nil {
+		return 0, err
+	}
+	if off < 0 {
+		return 0, &fs.PathError{Op: "readat", Path: f.name, Err: errors.New("negative offset")}
+	}
+	for len(b) > 0 {
+		m, e := f.fd.Pread(b, off)
+		if e != nil {
+			err = f.wrapErr("read", e)
+			break
+		}
+		n += m
+		b = b[m:]
+		off += int64(m)
+	}
+	return n, err
+}
+
+// WriteAt writes b at offset off (pwrite(2)), as *os.File.
+func (f *File) WriteAt(b []byte, off int64) (int, error) {
+	if err := f.checkValid("write"); err != nil {
+		return 0, err
+	}
+	if off < 0 {
+		return 0, &fs.PathError{Op: "writeat", Path: f.name, Err: errors.New("negative offset")}
+	}
+	n, err := f.fd.Pwrite(b, off)
+	return n, f.wrapErr("write", err)
+}
+
+// Close closes the File. Blocked reads and writes return os.ErrClosed; a
+// second Close returns a *fs.PathError wrapping os.ErrClosed.
+func (f *File) Close() error {
+	if f == nil {
+		return os.ErrInvalid
+	}
+	if err := f.fd.Close(); err != nil {
+		if err == errFileClosing {
+			err = os.ErrClosed
+		}
+		return &fs.PathError{Op: "close", Path: f.name, Err: err}
+	}
+	return nil
+}
+
+// Fd returns the descriptor number. As with *os.File, if gatenet made the
+// descriptor non-blocking, Fd puts it back in blocking mode: deadlines and
+// Close can no longer interrupt a blocked Read or Write. It returns
+// ^uintptr(0) after Close.
+func (f *File) Fd() uintptr {
+	if f == nil {
+		return ^uintptr(0)
+	}
+	if f.nonblock {
+		f.fd.SetBlocking()
+	}
+	return uintptr(f.fd.sysfdOrInvalid())
+}
+
+// Name returns the name the File was created with.
+func (f *File) Name() string { return f.name }
+
+// Stat returns the FileInfo of the descriptor (fstat(2)). Its Sys is a
+// *syscall.Stat_t, as for *os.File.
+func (f *File) Stat() (os.FileInfo, error) {
+	if err := f.checkValid("stat"); err != nil {
+		return nil, err
+	}
+	st := new(fileStat)
+	if err := f.fd.Fstat(&st.sys); err != nil {
+		return nil, f.wrapErr("stat", err)
+	}
+	st.fill(f.name)
+	return st, nil
+}
+
+// SetDeadline sets the read and write deadlines, as *os.File: a zero time
+// clears them; a past time makes blocked and future I/O fail with
+// os.ErrDeadlineExceeded. It returns os.ErrNoDeadline for a descriptor
+// epoll refused, and the bare "use of closed file" error after Close.
+func (f *File) SetDeadline(t time.Time) error {
+	return f.setDeadline(t, pollfd.ModeReadWrite)
+}
+
+// SetReadDeadline sets the deadline for Read (and ReadFrom on the File).
+func (f *File) SetReadDeadline(t time.Time) error {
+	return f.setDeadline(t, pollfd.ModeRead)
+}
+
+// SetWriteDeadline sets the deadline for Write; a Write that times out
+// reports how much it wrote.
+func (f *File) SetWriteDeadline(t time.Time) error {
+	return f.setDeadline(t, pollfd.ModeWrite)
+}
+
+func (f *File) setDeadline(t time.Time, mode pollfd.Mode) error {
+	if err := f.checkValid("SetDeadline"); err != nil {
+		return err
+	}
+	return f.fd.SetDeadline(t, mode)
+}
+
+// SyscallConn returns a syscall.RawConn for the File, as *os.File's.
+func (f *File) SyscallConn() (syscall.RawConn, error) {
+	if err := f.checkValid("SyscallConn"); err != nil {
+		return nil, err
+	}
+	return rawConn{f.fd}, nil
+}
+
+// rawConn is the File's syscall.RawConn; like *os.File's, its errors are
+// not wrapped.
+type rawConn struct{ fd *descriptor }
+
+func (c rawConn) Control(f func(uintptr)) error    { return c.fd.RawControl(f) }
+func (c rawConn) Read(f func(uintptr) bool) error  { return c.fd.RawRead(f) }
+func (c rawConn) Write(f func(uintptr) bool) error { return c.fd.RawWrite(f) }
+
+// ReadFrom copies from r into the File until EOF, as io.ReaderFrom.
+func (f *File) ReadFrom(r io.Reader) (int64, error) {
+	if err := f.checkValid("write"); err != nil {
+		return 0, err
+	}
+	return io.Copy(fileWithoutReadFrom{f}, r)
+}
+
+// WriteTo copies the File to w until EOF, as io.WriterTo.
+func (f *File) WriteTo(w io.Writer) (int64, error) {
+	if err := f.checkValid("read"); err != nil {
+		return 0, err
+	}
+	return io.Copy(w, fileWithoutWriteTo{f})
+}
+
+// These hide ReadFrom and WriteTo so io.Copy does not recurse into them.
+type fileWithoutReadFrom struct{ f *File }
+
+func (w fileWithoutReadFrom) Write(b []byte) (int, error) { return w.f.Write(b) }
+
+type fileWithoutWriteTo struct{ f *File }
+
+func (r fileWithoutWriteTo) Read(b []byte) (int, error) { return r.f.Read(b) }
