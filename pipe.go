@@ -37,12 +37,14 @@ type File struct {
 // Pipe returns a connected pair of Files: reads from r return bytes written
 // to w. It wraps pipe2(2) with O_CLOEXEC|O_NONBLOCK and mirrors os.Pipe,
 // names ("|0", "|1") included.
-func Pipe() (r, w *File, err error) {
+func Pipe() (r, w *File, err error) { return pipeOn(pollfd.Default()) }
+
+func pipeOn(poller *pollfd.Poller) (r, w *File, err error) {
 	var p [2]int
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
 		return nil, nil, os.NewSyscallError("pipe2", err)
 	}
-	return newFile(p[0], "|0", true), newFile(p[1], "|1", true), nil
+	return newFile(poller, p[0], "|0", true), newFile(poller, p[1], "|1", true), nil
 }
 
 // NewFile returns a File for the descriptor fd, as os.NewFile does, but
@@ -59,15 +61,15 @@ func NewFile(fd uintptr, name string) *File {
 	}
 	flags, err := unix.FcntlInt(fd, unix.F_GETFL, 0)
 	if err != nil {
-		return newFileMode(sysfd, name, false, false) // not open: fails like os
+		return newFileMode(pollfd.Default(), sysfd, name, false, false) // not open: fails like os
 	}
 	if flags&unix.O_NONBLOCK != 0 {
-		return newFile(sysfd, name, false)
+		return newFile(pollfd.Default(), sysfd, name, false)
 	}
 	if err := unix.SetNonblock(sysfd, true); err != nil {
-		return newFileMode(sysfd, name, false, false)
+		return newFileMode(pollfd.Default(), sysfd, name, false, false)
 	}
-	return newFile(sysfd, name, true)
+	return newFile(pollfd.Default(), sysfd, name, true)
 }
 
 // OpenFile opens the named file, as os.OpenFile, for FIFOs, ttys and
@@ -88,20 +90,20 @@ func OpenFile(name string, flag int, perm os.FileMode) (*File, error) {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
 	if flag&unix.O_NONBLOCK != 0 {
-		return newFile(sysfd, name, false), nil
+		return newFile(pollfd.Default(), sysfd, name, false), nil
 	}
 	if err := unix.SetNonblock(sysfd, true); err != nil {
 		unix.Close(sysfd)
 		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
-	return newFile(sysfd, name, true), nil
+	return newFile(pollfd.Default(), sysfd, name, true), nil
 }
 
 // newFile registers sysfd with the default poller. If we made it
 // non-blocking (weSetNonblock) and epoll refuses it, blocking mode is
 // restored.
-func newFile(sysfd int, name string, weSetNonblock bool) *File {
-	f := newFileMode(sysfd, name, true, weSetNonblock)
+func newFile(poller *pollfd.Poller, sysfd int, name string, weSetNonblock bool) *File {
+	f := newFileMode(poller, sysfd, name, true, weSetNonblock)
 	if !f.fd.pollable() && weSetNonblock {
 		unix.SetNonblock(sysfd, false)
 		f.nonblock = false
@@ -109,10 +111,10 @@ func newFile(sysfd int, name string, weSetNonblock bool) *File {
 	return f
 }
 
-func newFileMode(sysfd int, name string, pollable, nonblock bool) *File {
+func newFileMode(poller *pollfd.Poller, sysfd int, name string, pollable, nonblock bool) *File {
 	// The registration error is not fatal for files: EPERM (a regular
 	// file or a directory) means blocking I/O, as os.newFile decides.
-	fd, _ := newDescriptor(sysfd, pollfd.Default(), pollable, true, true, true)
+	fd, _ := newDescriptor(sysfd, poller, pollable, true, true, true)
 	return &File{fd: fd, name: name, nonblock: nonblock}
 }
 
