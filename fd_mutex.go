@@ -1,0 +1,210 @@
+//go:build linux
+
+package gatenet
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// fdMutex guards the lifetime of a file descriptor and serializes its
+// readers and writers. It has the same semantics as the standard
+// library's internal/poll.fdMutex.
+//
+// Layout of state, from the least significant bit:
+//
+//	bit 0       closed: set once by increfAndClose; every later lock fails
+//	bit 1       read lock held
+//	bit 2       write lock held
+//	bits 3-22   references held (misc + read + write + close)
+//	bits 23-42  goroutines waiting for the read lock
+//	bits 43-62  goroutines waiting for the write lock
+//
+// Usage: Read does rwlock(true)/rwunlock(true); Write does
+// rwlock(false)/rwunlock(false); other operations (setsockopt,
+// deadlines, ...) do incref/decref so the descriptor cannot be closed
+// under them; Close does increfAndClose/decref. Whichever call drops
+// the last reference after close returns true, and its caller must
+// then destroy the descriptor.
+//
+// The zero value is an open, unlocked mutex. It must not be copied.
+type fdMutex struct {
+	state atomic.Uint64
+	rsema fdSema // read waiters park here
+	wsema fdSema // write waiters park here
+}
+
+const (
+	fdmClosed  = 1 << 0
+	fdmRLock   = 1 << 1
+	fdmWLock   = 1 << 2
+	fdmRef     = 1 << 3
+	fdmRefMask = (1<<20 - 1) << 3
+	fdmRWait   = 1 << 23
+	fdmRMask   = (1<<20 - 1) << 23
+	fdmWWait   = 1 << 43
+	fdmWMask   = (1<<20 - 1) << 43
+)
+
+const (
+	fdMutexOverflowMsg     = "too many concurrent operations on a single file or socket (max 1048575)"
+	fdMutexInconsistentMsg = "inconsistent fdMutex"
+)
+
+// incref takes a plain reference for an operation that needs the
+// descriptor to stay valid but not exclusive. It reports false if the
+// mutex is closed.
+func (mu *fdMutex) incref() bool {
+	for {
+		old := mu.state.Load()
+		if old&fdmClosed != 0 {
+			return false
+		}
+		next := old + fdmRef
+		if next&fdmRefMask == 0 {
+			panic(fdMutexOverflowMsg)
+		}
+		if mu.state.CompareAndSwap(old, next) {
+			return true
+		}
+	}
+}
+
+// increfAndClose marks the mutex closed, takes a reference for the
+// closer and wakes every queued reader and writer; they then observe
+// the closed bit and fail. It reports false if already closed.
+func (mu *fdMutex) increfAndClose() bool {
+	for {
+		old := mu.state.Load()
+		if old&fdmClosed != 0 {
+			return false
+		}
+		next := (old | fdmClosed) + fdmRef
+		if next&fdmRefMask == 0 {
+			panic(fdMutexOverflowMsg)
+		}
+		// Waiter counts are cleared here; each wakeup below accounts
+		// for one of them.
+		next &^= fdmRMask | fdmWMask
+		if mu.state.CompareAndSwap(old, next) {
+			for n := (old & fdmRMask) / fdmRWait; n > 0; n-- {
+				mu.rsema.release()
+			}
+			for n := (old & fdmWMask) / fdmWWait; n > 0; n-- {
+				mu.wsema.release()
+			}
+			return true
+		}
+	}
+}
+
+// decref drops a reference taken by incref or increfAndClose. It
+// reports true if the mutex is closed and this was the last reference.
+func (mu *fdMutex) decref() bool {
+	for {
+		old := mu.state.Load()
+		if old&fdmRefMask == 0 {
+			panic(fdMutexInconsistentMsg)
+		}
+		next := old - fdmRef
+		if mu.state.CompareAndSwap(old, next) {
+			return next&(fdmClosed|fdmRefMask) == fdmClosed
+		}
+	}
+}
+
+// rwlock takes a reference and the read (read=true) or write lock,
+// blocking while another goroutine holds it; this serializes Reads
+// with Reads and Writes with Writes. It reports false if the mutex is
+// or becomes closed, in which case nothing is held.
+func (mu *fdMutex) rwlock(read bool) bool {
+	bit, wait, mask, sema := mu.side(read)
+	for {
+		old := mu.state.Load()
+		if old&fdmClosed != 0 {
+			return false
+		}
+		var next uint64
+		if old&bit == 0 {
+			next = (old | bit) + fdmRef
+			if next&fdmRefMask == 0 {
+				panic(fdMutexOverflowMsg)
+			}
+		} else {
+			next = old + wait
+			if next&mask == 0 {
+				panic(fdMutexOverflowMsg)
+			}
+		}
+		if mu.state.CompareAndSwap(old, next) {
+			if old&bit == 0 {
+				return true
+			}
+			// Whoever wakes us has already removed our waiter count.
+			sema.acquire()
+		}
+	}
+}
+
+// rwunlock releases the lock taken by rwlock(read) and its reference,
+// handing off to one queued waiter if any. It reports true if the
+// mutex is closed and this was the last reference.
+func (mu *fdMutex) rwunlock(read bool) bool {
+	bit, wait, mask, sema := mu.side(read)
+	for {
+		old := mu.state.Load()
+		if old&bit == 0 || old&fdmRefMask == 0 {
+			panic(fdMutexInconsistentMsg)
+		}
+		next := (old &^ bit) - fdmRef
+		if old&mask != 0 {
+			next -= wait
+		}
+		if mu.state.CompareAndSwap(old, next) {
+			if old&mask != 0 {
+				sema.release()
+			}
+			return next&(fdmClosed|fdmRefMask) == fdmClosed
+		}
+	}
+}
+
+// side returns the lock bit, waiter unit, waiter mask and semaphore
+// for the read or write half of mu.
+func (mu *fdMutex) side(read bool) (bit, wait, mask uint64, sema *fdSema) {
+	if read {
+		return fdmRLock, fdmRWait, fdmRMask, &mu.rsema
+	}
+	return fdmWLock, fdmWWait, fdmWMask, &mu.wsema
+}
+
+// fdSema is a counting semaphore standing in for the runtime's
+// semacquire/semrelease, which are not reachable outside the standard
+// library. fdMutex touches it only on the contended path. The zero
+// value has count 0.
+type fdSema struct {
+	mu   sync.Mutex
+	cond sync.Cond
+	n    uint32
+}
+
+// acquire blocks until the count is positive, then decrements it.
+func (s *fdSema) acquire() {
+	s.mu.Lock()
+	if s.cond.L == nil {
+		s.cond.L = &s.mu
+	}
+	for s.n == 0 {
+		s.cond.Wait()
+	}
+	s.n--
+	s.mu.Unlock()
+}
+
+// release increments the count and wakes one blocked acquire.
+func (s *fdSema) release() {
+	s.mu.Lock()
+	s.n++
+	s.mu.Unlock()
+	s.cond.Signal()
+}
