@@ -1,0 +1,171 @@
+//go:build linux
+
+package gatenet
+
+import (
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gatenet/gatenet/pollfd"
+)
+
+// conn is the part every socket conn shares, as net's conn: the
+// net.Conn methods with net's error shapes.
+type conn struct {
+	fd *netFD
+}
+
+func (c *conn) ok() bool { return c != nil && c.fd != nil }
+
+// Read implements net.Conn (read(2)). At end of stream it returns a bare
+// io.EOF; other errors are *net.OpError{Op: "read"}.
+func (c *conn) Read(b []byte) (int, error) {
+	if !c.ok() {
+		return 0, syscall.EINVAL
+	}
+	n, err := c.fd.pfd.Read(b)
+	if err != nil && err != io.EOF {
+		err = &net.OpError{Op: "read", Net: c.fd.net, Source: c.fd.laddr, Addr: c.fd.raddr, Err: wrapSyscallError("read", err)}
+	}
+	return n, err
+}
+
+// Write implements net.Conn (write(2), looping until all is written).
+func (c *conn) Write(b []byte) (int, error) {
+	if !c.ok() {
+		return 0, syscall.EINVAL
+	}
+	n, err := c.fd.pfd.Write(b)
+	if err != nil {
+		err = &net.OpError{Op: "write", Net: c.fd.net, Source: c.fd.laddr, Addr: c.fd.raddr, Err: wrapSyscallError("write", err)}
+	}
+	return n, err
+}
+
+// Close closes the connection; blocked Reads and Writes return
+// net.ErrClosed.
+func (c *conn) Close() error {
+	if !c.ok() {
+		return syscall.EINVAL
+	}
+	err := c.fd.Close()
+	if err != nil {
+		err = &net.OpError{Op: "close", Net: c.fd.net, Source: c.fd.laddr, Addr: c.fd.raddr, Err: wrapSyscallError("close", err)}
+	}
+	return err
+}
+
+// LocalAddr returns the local address.
+func (c *conn) LocalAddr() net.Addr {
+	if !c.ok() {
+		return nil
+	}
+	return c.fd.laddr
+}
+
+// RemoteAddr returns the remote address.
+func (c *conn) RemoteAddr() net.Addr {
+	if !c.ok() {
+		return nil
+	}
+	return c.fd.raddr
+}
+
+// SetDeadline sets the read and write deadlines, with net's semantics.
+func (c *conn) SetDeadline(t time.Time) error { return c.setDeadline(t, pollfd.ModeReadWrite) }
+
+// SetReadDeadline sets the read deadline.
+func (c *conn) SetReadDeadline(t time.Time) error { return c.setDeadline(t, pollfd.ModeRead) }
+
+// SetWriteDeadline sets the write deadline.
+func (c *conn) SetWriteDeadline(t time.Time) error { return c.setDeadline(t, pollfd.ModeWrite) }
+
+func (c *conn) setDeadline(t time.Time, mode pollfd.Mode) error {
+	if !c.ok() {
+		return syscall.EINVAL
+	}
+	if err := c.fd.pfd.SetDeadline(t, mode); err != nil {
+		return &net.OpError{Op: "set", Net: c.fd.net, Addr: c.fd.laddr, Err: err}
+	}
+	return nil
+}
+
+// SetReadBuffer sets SO_RCVBUF.
+func (c *conn) SetReadBuffer(bytes int) error {
+	return c.setsockoptBuffer(unix.SO_RCVBUF, bytes)
+}
+
+// SetWriteBuffer sets SO_SNDBUF.
+func (c *conn) SetWriteBuffer(bytes int) error {
+	return c.setsockoptBuffer(unix.SO_SNDBUF, bytes)
+}
+
+func (c *conn) setsockoptBuffer(opt, bytes int) error {
+	if !c.ok() {
+		return syscall.EINVAL
+	}
+	if err := c.fd.setsockoptInt(unix.SOL_SOCKET, opt, bytes); err != nil {
+		return &net.OpError{Op: "set", Net: c.fd.net, Addr: c.fd.laddr, Err: err}
+	}
+	return nil
+}
+
+// SyscallConn returns a raw network connection (syscall.RawConn).
+func (c *conn) SyscallConn() (syscall.RawConn, error) {
+	if !c.ok() {
+		return nil, syscall.EINVAL
+	}
+	return newRawConn(c.fd), nil
+}
+
+// File returns a duplicate of the socket as an *os.File (fcntl
+// F_DUPFD_CLOEXEC), named as net names it. Closing either does not affect
+// the other. One difference from net: net marks its copy so that the
+// copy's Fd clears O_NONBLOCK (on the open file description the two
+// share); the copy here is an ordinary os.NewFile of a non-blocking
+// descriptor, whose Fd leaves the mode alone, so c keeps working.
+func (c *conn) File() (*os.File, error) {
+	if !c.ok() {
+		return nil, syscall.EINVAL
+	}
+	f, err := c.fd.dupFile()
+	if err != nil {
+		return nil, &net.OpError{Op: "file", Net: c.fd.net, Source: c.fd.laddr, Addr: c.fd.raddr, Err: err}
+	}
+	return f, nil
+}
+
+// setsockoptInt wraps setsockopt(2) under a reference.
+func (fd *netFD) setsockoptInt(level, opt, value int) error {
+	if err := fd.pfd.incref(); err != nil {
+		return err
+	}
+	defer fd.pfd.decref()
+	return os.NewSyscallError("setsockopt", unix.SetsockoptInt(fd.pfd.sysfd, level, opt, value))
+}
+
+// dupFile duplicates the socket into an *os.File named as net names them
+// ("tcp:127.0.0.1:1->127.0.0.1:2").
+func (fd *netFD) dupFile() (*os.File, error) {
+	nfd, call, err := fd.pfd.Dup()
+	if err != nil {
+		if call != "" {
+			err = os.NewSyscallError(call, err)
+		}
+		return nil, err
+	}
+	name := fd.net + ":" + addrString(fd.laddr) + "->" + addrString(fd.raddr)
+	return os.NewFile(uintptr(nfd), name), nil
+}
+
+func addrString(a net.Addr) string {
+	if a == nil {
+		return "<nil>"
+	}
+	return a.String()
+}

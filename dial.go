@@ -1,0 +1,345 @@
+//go:build linux
+
+package gatenet
+
+import (
+	"context"
+	"net"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gatenet/gatenet/pollfd"
+)
+
+// Dialer mirrors net.Dialer (without its deprecated fields), plus the
+// poller to register connections with.
+type Dialer struct {
+	// Timeout bounds the whole dial, name resolution included.
+	Timeout time.Duration
+	// Deadline is an absolute time for the dial to fail by.
+	Deadline time.Time
+	// LocalAddr is the local address to dial from (*net.TCPAddr or
+	// *net.UnixAddr); nil picks one.
+	LocalAddr net.Addr
+	// FallbackDelay is how long a "tcp" dial waits for the primary
+	// address family before racing the other ("happy eyeballs", RFC
+	// 6555): 0 means 300 ms, negative disables the race.
+	FallbackDelay time.Duration
+	// KeepAlive is the keep-alive period when KeepAliveConfig is not
+	// enabled: 0 means 15 s, negative turns keep-alives off.
+	KeepAlive time.Duration
+	// KeepAliveConfig, if Enable is set, configures the connection.
+	KeepAliveConfig net.KeepAliveConfig
+	// Resolver looks up names; nil means net.DefaultResolver.
+	Resolver *net.Resolver
+	// Control is called after the socket is created, before connect.
+	Control func(network, address string, c syscall.RawConn) error
+	// ControlContext is Control with the dial's context; it takes
+	// precedence over Control.
+	ControlContext func(ctx context.Context, network, address string, c syscall.RawConn) error
+	// Poller is the poller for the connection; nil means pollfd.Default().
+	Poller *pollfd.Poller
+}
+
+// Dial connects to address on network, as net.Dial. Networks: "tcp",
+// "tcp4", "tcp6", "unix", "unixpacket".
+func Dial(network, address string) (net.Conn, error) {
+	var d Dialer
+	return d.Dial(network, address)
+}
+
+// DialTimeout is Dial with a timeout, as net.DialTimeout.
+func DialTimeout(network, address string, timeout time.Duration) (net.Conn, error) {
+	d := Dialer{Timeout: timeout}
+	return d.Dial(network, address)
+}
+
+// Dial connects to address on network.
+func (d *Dialer) Dial(network, address string) (net.Conn, error) {
+	return d.DialContext(context.Background(), network, address)
+}
+
+// DialContext connects to address on network, honouring ctx's deadline
+// and cancellation at every step (resolution, each connect). A "tcp" dial
+// to a name with both IPv4 and IPv6 addresses races the two families, as
+// net does; each address of a family is tried in turn with a share of the
+// remaining time.
+func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	if ctx == nil {
+		panic("nil context") // as net: a programming error
+	}
+	if deadline := d.deadline(ctx, time.Now()); !deadline.IsZero() {
+		if old, ok := ctx.Deadline(); !ok || deadline.Before(old) {
+			sub, cancel := context.WithDeadline(ctx, deadline)
+			defer cancel()
+			ctx = sub
+		}
+	}
+	n, err := parseNetwork(network)
+	if err == nil && n.sotype == sockDgram && !n.isUnix() {
+		err = net.UnknownNetworkError(network) // UDP arrives with the datagram work
+	}
+	if err != nil {
+		return nil, &net.OpError{Op: "dial", Net: network, Err: err}
+	}
+	addrs, err := resolveAddrList(ctx, d.Resolver, "dial", n, address)
+	if err != nil {
+		return nil, &net.OpError{Op: "dial", Net: network, Err: err}
+	}
+	var primaries, fallbacks addrList
+	if d.FallbackDelay >= 0 && network == "tcp" {
+		primaries, fallbacks = addrs.partition(isIPv4)
+	} else {
+		primaries = addrs
+	}
+	return d.dialParallel(ctx, network, primaries, fallbacks)
+}
+
+// deadline is the earliest of now+Timeout, Deadline and ctx's deadline.
+func (d *Dialer) deadline(ctx context.Context, now time.Time) (earliest time.Time) {
+	if d.Timeout != 0 {
+		earliest = now.Add(d.Timeout)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		earliest = minTime(earliest, dl)
+	}
+	return minTime(earliest, d.Deadline)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.IsZero() {
+		return b
+	}
+	if b.IsZero() || a.Before(b) {
+		return a
+	}
+	return b
+}
+
+func (d *Dialer) fallbackDelay() time.Duration {
+	if d.FallbackDelay > 0 {
+		return d.FallbackDelay
+	}
+	return 300 * time.Millisecond
+}
+
+// dialParallel races primaries against fallbacks started after the
+// fallback delay (or as soon as the primaries have all failed); the first
+// connection wins and the loser is closed. It is net's dialParallel.
+func (d *Dialer) dialParallel(ctx context.Context, network string, primaries, fallbacks addrList) (net.Conn, error) {
+	if len(fallbacks) == 0 {
+		return d.dialSerial(ctx, network, primaries)
+	}
+	returned := make(chan struct{})
+	defer close(returned)
+	type result struct {
+		c       net.Conn
+		err     error
+		primary bool
+		done    bool
+	}
+	results := make(chan result)
+	race := func(ctx context.Context, primary bool) {
+		ras := primaries
+		if !primary {
+			ras = fallbacks
+		}
+		c, err := d.dialSerial(ctx, network, ras)
+		select {
+		case results <- result{c, err, primary, true}:
+		case <-returned:
+			if c != nil {
+				c.Close()
+			}
+		}
+	}
+	var primary, fallback result
+	primaryCtx, primaryCancel := context.WithCancel(ctx)
+	defer primaryCancel()
+	go race(primaryCtx, true)
+	fallbackTimer := time.NewTimer(d.fallbackDelay())
+	defer fallbackTimer.Stop()
+	for {
+		select {
+		case <-fallbackTimer.C:
+			fallbackCtx, fallbackCancel := context.WithCancel(ctx)
+			defer fallbackCancel()
+			go race(fallbackCtx, false)
+		case res := <-results:
+			if res.err == nil {
+				return res.c, nil
+			}
+			if res.primary {
+				primary = res
+			} else {
+				fallback = res
+			}
+			if primary.done && fallback.done {
+				return nil, primary.err
+			}
+			if res.primary && fallbackTimer.Stop() {
+				fallbackTimer.Reset(0) // primaries failed: start the fallbacks now
+			}
+		}
+	}
+}
+
+// dialSerial tries each address in turn, giving each an equal share of
+// the time left (at least 2 s), as net's dialSerial.
+func (d *Dialer) dialSerial(ctx context.Context, network string, ras addrList) (net.Conn, error) {
+	var firstErr error
+	for i, ra := range ras {
+		select {
+		case <-ctx.Done():
+			return nil, &net.OpError{Op: "dial", Net: network, Source: d.LocalAddr, Addr: ra, Err: mapContextErr(ctx.Err())}
+		default:
+		}
+		dialCtx := ctx
+		if deadline, ok := ctx.Deadline(); ok {
+			partial, err := partialDeadline(time.Now(), deadline, len(ras)-i)
+			if err != nil {
+				if firstErr == nil {
+					firstErr = &net.OpError{Op: "dial", Net: network, Source: d.LocalAddr, Addr: ra, Err: err}
+				}
+				break
+			}
+			if partial.Before(deadline) {
+				var cancel context.CancelFunc
+				dialCtx, cancel = context.WithDeadline(ctx, partial)
+				defer cancel()
+			}
+		}
+		c, err := d.dialSingle(dialCtx, network, ra)
+		if err == nil {
+			return c, nil
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	if firstErr == nil {
+		firstErr = &net.OpError{Op: "dial", Net: network, Err: errMissingAddress}
+	}
+	return nil, firstErr
+}
+
+// partialDeadline is net's: the deadline for one of addrsRemaining tries.
+func partialDeadline(now, deadline time.Time, addrsRemaining int) (time.Time, error) {
+	if deadline.IsZero() {
+		return deadline, nil
+	}
+	timeRemaining := deadline.Sub(now)
+	if timeRemaining <= 0 {
+		return time.Time{}, errTimeout
+	}
+	timeout := timeRemaining / time.Duration(addrsRemaining)
+	const saneMinimum = 2 * time.Second
+	if timeout < saneMinimum {
+		if timeRemaining < saneMinimum {
+			timeout = timeRemaining
+		} else {
+			timeout = saneMinimum
+		}
+	}
+	return now.Add(timeout), nil
+}
+
+// dialSingle connects to one address.
+func (d *Dialer) dialSingle(ctx context.Context, network string, ra net.Addr) (net.Conn, error) {
+	var c net.Conn
+	var err error
+	switch ra := ra.(type) {
+	case *net.TCPAddr:
+		la, _ := d.LocalAddr.(*net.TCPAddr)
+		c, err = d.dialTCP(ctx, network, la, ra)
+	case *net.UnixAddr:
+		la, _ := d.LocalAddr.(*net.UnixAddr)
+		c, err = d.dialUnix(ctx, network, la, ra)
+	default:
+		err = &net.AddrError{Err: "unexpected address type", Addr: ra.String()}
+	}
+	if err != nil {
+		return nil, &net.OpError{Op: "dial", Net: network, Source: d.LocalAddr, Addr: ra, Err: err}
+	}
+	return c, nil
+}
+
+func (d *Dialer) socketConfig() socketConfig {
+	cfg := socketConfig{poller: d.Poller, control: d.ControlContext}
+	if cfg.control == nil && d.Control != nil {
+		cfg.control = func(_ context.Context, network, address string, c syscall.RawConn) error {
+			return d.Control(network, address, c)
+		}
+	}
+	return cfg
+}
+
+func (d *Dialer) dialTCP(ctx context.Context, network string, laddr, raddr *net.TCPAddr) (*TCPConn, error) {
+	var la net.Addr
+	if laddr != nil {
+		la = laddr
+	}
+	family, ipv6only := favoriteAddrFamily(network, la, raddr, false)
+	fd, err := socket(ctx, network, family, sockStream, 0, ipv6only, la, raddr, d.socketConfig())
+	if err != nil {
+		return nil, err
+	}
+	return newTCPConn(fd, d.KeepAlive, d.KeepAliveConfig), nil
+}
+
+func (d *Dialer) dialUnix(ctx context.Context, network string, laddr, raddr *net.UnixAddr) (*UnixConn, error) {
+	sotype := sockStream
+	switch network {
+	case "unixpacket":
+		sotype = sockSeqpacket
+	case "unixgram":
+		sotype = sockDgram
+	}
+	var la net.Addr
+	if laddr != nil {
+		la = laddr
+	}
+	fd, err := socket(ctx, network, unix.AF_UNIX, sotype, 0, false, la, raddr, d.socketConfig())
+	if err != nil {
+		return nil, err
+	}
+	return newUnixConn(fd), nil
+}
+
+// DialTCP is net.DialTCP.
+func DialTCP(network string, laddr, raddr *net.TCPAddr) (*TCPConn, error) {
+	switch network {
+	case "tcp", "tcp4", "tcp6":
+	default:
+		return nil, &net.OpError{Op: "dial", Net: network, Source: opAddr(laddr), Addr: opAddr(raddr), Err: net.UnknownNetworkError(network)}
+	}
+	if raddr == nil {
+		return nil, &net.OpError{Op: "dial", Net: network, Source: opAddr(laddr), Err: errMissingAddress}
+	}
+	var d Dialer
+	c, err := d.dialTCP(context.Background(), network, laddr, raddr)
+	if err != nil {
+		return nil, &net.OpError{Op: "dial", Net: network, Source: opAddr(laddr), Addr: raddr, Err: err}
+	}
+	return c, nil
+}
+
+// DialUnix is net.DialUnix.
+func DialUnix(network string, laddr, raddr *net.UnixAddr) (*UnixConn, error) {
+	switch network {
+	case "unix", "unixgram", "unixpacket":
+	default:
+		return nil, &net.OpError{Op: "dial", Net: network, Source: opAddr(laddr), Addr: opAddr(raddr), Err: net.UnknownNetworkError(network)}
+	}
+	if raddr == nil {
+		return nil, &net.OpError{Op: "dial", Net: network, Source: opAddr(laddr), Err: errMissingAddress}
+	}
+	var d Dialer
+	c, err := d.dialUnix(context.Background(), network, laddr, raddr)
+	if err != nil {
+		return nil, &net.OpError{Op: "dial", Net: network, Source: opAddr(laddr), Addr: raddr, Err: err}
+	}
+	return c, nil
+}

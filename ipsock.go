@@ -1,0 +1,138 @@
+//go:build linux
+
+package gatenet
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"strings"
+)
+
+// Address resolution, as net's resolveAddrList: parse the network, split
+// host and port, look the port and the host up (through the resolver the
+// caller names, or net.DefaultResolver), and keep the addresses the
+// network allows.
+
+// sockNetwork is a parsed network name.
+type sockNetwork struct {
+	name   string // as the caller wrote it
+	afnet  string // "tcp", "tcp4", "udp6", "unix", …
+	sotype int
+}
+
+// parseNetwork accepts the networks gatenet serves.
+func parseNetwork(network string) (sockNetwork, error) {
+	switch network {
+	case "tcp", "tcp4", "tcp6":
+		return sockNetwork{network, network, sockStream}, nil
+	case "udp", "udp4", "udp6":
+		return sockNetwork{network, network, sockDgram}, nil
+	case "unix":
+		return sockNetwork{network, network, sockStream}, nil
+	case "unixgram":
+		return sockNetwork{network, network, sockDgram}, nil
+	case "unixpacket":
+		return sockNetwork{network, network, sockSeqpacket}, nil
+	}
+	return sockNetwork{}, net.UnknownNetworkError(network)
+}
+
+func (n sockNetwork) isUnix() bool { return strings.HasPrefix(n.afnet, "unix") }
+
+// addrList is a list of resolved addresses, all of one kind.
+type addrList []net.Addr
+
+// first returns the first address that satisfies strategy, or the first.
+func (l addrList) first(strategy func(net.Addr) bool) net.Addr {
+	for _, a := range l {
+		if strategy(a) {
+			return a
+		}
+	}
+	return l[0]
+}
+
+// partition splits the list at the first address whose family differs
+// from the first one's, as happy eyeballs wants (primaries, fallbacks).
+func (l addrList) partition(strategy func(net.Addr) bool) (primaries, fallbacks addrList) {
+	var primaryLabel bool
+	for i, a := range l {
+		label := strategy(a)
+		if i == 0 || label == primaryLabel {
+			primaryLabel = label
+			primaries = append(primaries, a)
+		} else {
+			fallbacks = append(fallbacks, a)
+		}
+	}
+	return
+}
+
+func isIPv4(a net.Addr) bool {
+	ip, _ := ipOf(a)
+	return ip.To4() != nil
+}
+
+// resolveAddrList resolves address for op ("listen" or "dial") on network.
+func resolveAddrList(ctx context.Context, r *net.Resolver, op string, n sockNetwork, address string) (addrList, error) {
+	if op == "dial" && address == "" {
+		return nil, errMissingAddress
+	}
+	if n.isUnix() {
+		a, err := net.ResolveUnixAddr(n.afnet, address)
+		if err != nil {
+			return nil, err
+		}
+		return addrList{a}, nil
+	}
+	if r == nil {
+		r = net.DefaultResolver
+	}
+	host, portStr, err := net.SplitHostPort(address)
+	if err != nil {
+		return nil, err
+	}
+	port, err := r.LookupPort(ctx, n.afnet, portStr)
+	if err != nil {
+		return nil, err
+	}
+	mk := func(ip net.IP, zone string) net.Addr {
+		if n.sotype == sockDgram {
+			return &net.UDPAddr{IP: ip, Port: port, Zone: zone}
+		}
+		return &net.TCPAddr{IP: ip, Port: port, Zone: zone}
+	}
+	if host == "" {
+		return addrList{mk(nil, "")}, nil
+	}
+	var ips []net.IPAddr
+	if ip, err := netip.ParseAddr(host); err == nil {
+		ips = []net.IPAddr{{IP: net.IP(ip.AsSlice()).To16(), Zone: ip.Zone()}}
+	} else if ips, err = r.LookupIPAddr(ctx, host); err != nil {
+		return nil, err
+	}
+	// go.dev/issue/18806, as net: a host that can bind "::" but not
+	// connect to it falls back to 0.0.0.0.
+	if len(ips) == 1 && ips[0].IP.Equal(net.IPv6unspecified) {
+		ips = append(ips, net.IPAddr{IP: net.IPv4zero})
+	}
+	var list addrList
+	for _, ip := range ips {
+		switch n.afnet[len(n.afnet)-1] {
+		case '4':
+			if ip.IP.To4() == nil {
+				continue
+			}
+		case '6':
+			if len(ip.IP) != net.IPv6len || ip.IP.To4() != nil {
+				continue
+			}
+		}
+		list = append(list, mk(ip.IP, ip.Zone))
+	}
+	if len(list) == 0 {
+		return nil, &net.AddrError{Err: "no suitable address found", Addr: host}
+	}
+	return list, nil
+}

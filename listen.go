@@ -1,0 +1,170 @@
+//go:build linux
+
+package gatenet
+
+import (
+	"context"
+	"net"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gatenet/gatenet/pollfd"
+)
+
+// ListenConfig mirrors net.ListenConfig, plus what gatenet adds.
+//
+// Unlike net's, gatenet's listeners never use Multipath TCP (net's do by
+// default where the kernel supports it): a gatenet TCP listener is plain
+// TCP, and a failing Control is called once.
+type ListenConfig struct {
+	// Control, if not nil, is called after the socket is created and
+	// before it is bound, as net's.
+	Control func(network, address string, c syscall.RawConn) error
+	// KeepAlive is the keep-alive period for accepted TCP connections
+	// when KeepAliveConfig is not enabled: 0 means 15 s, negative turns
+	// keep-alives off.
+	KeepAlive time.Duration
+	// KeepAliveConfig, if Enable is set, configures accepted connections.
+	KeepAliveConfig net.KeepAliveConfig
+	// ReusePort sets SO_REUSEPORT before binding, so several listeners
+	// can share one address and the kernel balances connections.
+	ReusePort bool
+	// Backlog is listen(2)'s backlog; 0 means net.core.somaxconn, as net.
+	Backlog int
+	// Poller is the poller the listener and its accepted connections use;
+	// nil means pollfd.Default().
+	Poller *pollfd.Poller
+}
+
+// Listen announces on the local network address, as net.Listen. Networks:
+// "tcp", "tcp4", "tcp6", "unix", "unixpacket".
+func Listen(network, address string) (net.Listener, error) {
+	var lc ListenConfig
+	return lc.Listen(context.Background(), network, address)
+}
+
+// Listen announces on the local network address, as (*net.ListenConfig).Listen.
+func (lc *ListenConfig) Listen(ctx context.Context, network, address string) (net.Listener, error) {
+	n, err := parseNetwork(network)
+	if err == nil && n.sotype == sockDgram {
+		err = net.UnknownNetworkError(network)
+	}
+	if err != nil {
+		return nil, &net.OpError{Op: "listen", Net: network, Err: err}
+	}
+	addrs, err := resolveAddrList(ctx, nil, "listen", n, address)
+	if err != nil {
+		return nil, &net.OpError{Op: "listen", Net: network, Err: err}
+	}
+	la := addrs.first(isIPv4)
+	var l net.Listener
+	switch la := la.(type) {
+	case *net.TCPAddr:
+		l, err = lc.listenTCP(ctx, network, la)
+	case *net.UnixAddr:
+		l, err = lc.listenUnix(ctx, network, la)
+	}
+	if err != nil {
+		return nil, &net.OpError{Op: "listen", Net: network, Addr: la, Err: err}
+	}
+	return l, nil
+}
+
+// ListenTCP is net.ListenTCP: laddr nil or with a nil IP listens on all
+// addresses; port 0 picks one.
+func ListenTCP(network string, laddr *net.TCPAddr) (*TCPListener, error) {
+	switch network {
+	case "tcp", "tcp4", "tcp6":
+	default:
+		return nil, &net.OpError{Op: "listen", Net: network, Addr: opAddr(laddr), Err: net.UnknownNetworkError(network)}
+	}
+	if laddr == nil {
+		laddr = &net.TCPAddr{}
+	}
+	var lc ListenConfig
+	l, err := lc.listenTCP(context.Background(), network, laddr)
+	if err != nil {
+		return nil, &net.OpError{Op: "listen", Net: network, Addr: laddr, Err: err}
+	}
+	return l, nil
+}
+
+// ListenUnix is net.ListenUnix for "unix" and "unixpacket".
+func ListenUnix(network string, laddr *net.UnixAddr) (*UnixListener, error) {
+	switch network {
+	case "unix", "unixpacket":
+	default:
+		return nil, &net.OpError{Op: "listen", Net: network, Addr: opAddr(laddr), Err: net.UnknownNetworkError(network)}
+	}
+	if laddr == nil {
+		return nil, &net.OpError{Op: "listen", Net: network, Err: errMissingAddress}
+	}
+	var lc ListenConfig
+	l, err := lc.listenUnix(context.Background(), network, laddr)
+	if err != nil {
+		return nil, &net.OpError{Op: "listen", Net: network, Addr: laddr, Err: err}
+	}
+	return l, nil
+}
+
+// opAddr turns a typed nil address into a nil interface, as net's opAddr.
+func opAddr[A interface {
+	*net.TCPAddr | *net.UDPAddr | *net.UnixAddr
+	net.Addr
+}](a A) net.Addr {
+	if a == nil {
+		return nil
+	}
+	return a
+}
+
+func (lc *ListenConfig) socketConfig() socketConfig {
+	cfg := socketConfig{poller: lc.Poller, backlog: lc.Backlog}
+	if lc.Control != nil || lc.ReusePort {
+		cfg.control = func(_ context.Context, network, address string, c syscall.RawConn) error {
+			if lc.ReusePort {
+				var serr error
+				if err := c.Control(func(s uintptr) {
+					serr = unix.SetsockoptInt(int(s), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+				}); err != nil {
+					return err
+				}
+				if serr != nil {
+					return wrapSyscallError("setsockopt", serr)
+				}
+			}
+			if lc.Control != nil {
+				return lc.Control(network, address, c)
+			}
+			return nil
+		}
+	}
+	return cfg
+}
+
+func (lc *ListenConfig) listenTCP(ctx context.Context, network string, laddr *net.TCPAddr) (*TCPListener, error) {
+	family, ipv6only := favoriteAddrFamily(network, laddr, nil, true)
+	fd, err := socket(ctx, network, family, sockStream, 0, ipv6only, laddr, nil, lc.socketConfig())
+	if err != nil {
+		return nil, err
+	}
+	return &TCPListener{fd: fd, lc: *lc}, nil
+}
+
+func (lc *ListenConfig) listenUnix(ctx context.Context, network string, laddr *net.UnixAddr) (*UnixListener, error) {
+	sotype := sockStream
+	if network == "unixpacket" {
+		sotype = sockSeqpacket
+	}
+	fd, err := socket(ctx, network, unix.AF_UNIX, sotype, 0, false, laddr, nil, lc.socketConfig())
+	if err != nil {
+		return nil, err
+	}
+	path := ""
+	if a, ok := fd.laddr.(*net.UnixAddr); ok {
+		path = a.Name
+	}
+	return &UnixListener{fd: fd, path: path, unlink: true}, nil
+}

@@ -1,0 +1,380 @@
+//go:build linux
+
+package gatenet
+
+import (
+	"context"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gatenet/gatenet/pollfd"
+)
+
+// netFD is a socket: the descriptor plus what net's netFD keeps beside it.
+type netFD struct {
+	pfd    *descriptor
+	family int
+	sotype int
+	net    string // the network the caller named ("tcp", "unix", …)
+	laddr  net.Addr
+	raddr  net.Addr
+}
+
+// newNetFD registers a socket with the poller. For sockets, unlike
+// files, a registration failure is fatal (net's netFD.init).
+func newNetFD(sysfd, family, sotype int, network string, p *pollfd.Poller) (*netFD, error) {
+	if p == nil {
+		p = pollfd.Default()
+	}
+	pfd, err := newDescriptor(sysfd, p, true, false,
+		sotype == unix.SOCK_STREAM, sotype != unix.SOCK_DGRAM && sotype != unix.SOCK_RAW)
+	if err != nil {
+		pfd.Close()
+		return nil, err
+	}
+	return &netFD{pfd: pfd, family: family, sotype: sotype, net: network}, nil
+}
+
+// sysSocket wraps socket(2) with SOCK_NONBLOCK|SOCK_CLOEXEC.
+func sysSocket(family, sotype, proto int) (int, error) {
+	s, err := unix.Socket(family, sotype|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, proto)
+	if err != nil {
+		return -1, os.NewSyscallError("socket", err)
+	}
+	return s, nil
+}
+
+// setDefaultSockopts is net's: IPV6_V6ONLY as chosen (error ignored, as
+// net does), SO_BROADCAST on IP datagram sockets.
+func setDefaultSockopts(s, family, sotype int, ipv6only bool) error {
+	if family == unix.AF_INET6 && sotype != unix.SOCK_RAW {
+		unix.SetsockoptInt(s, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, boolint(ipv6only))
+	}
+	if (sotype == unix.SOCK_DGRAM || sotype == unix.SOCK_RAW) && family != unix.AF_UNIX {
+		return os.NewSyscallError("setsockopt", unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_BROADCAST, 1))
+	}
+	return nil
+}
+
+func boolint(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// socketConfig is what socket needs beyond the addresses.
+type socketConfig struct {
+	poller  *pollfd.Poller
+	control func(ctx context.Context, network, address string, c syscall.RawConn) error
+	backlog int
+}
+
+// socket creates a socket and either listens on laddr (raddr nil) or dials
+// raddr, as net's socket() does.
+func socket(ctx context.Context, network string, family, sotype, proto int, ipv6only bool, laddr, raddr net.Addr, cfg socketConfig) (*netFD, error) {
+	s, err := sysSocket(family, sotype, proto)
+	if err != nil {
+		return nil, err
+	}
+	if err := setDefaultSockopts(s, family, sotype, ipv6only); err != nil {
+		unix.Close(s)
+		return nil, err
+	}
+	fd, err := newNetFD(s, family, sotype, network, cfg.poller)
+	if err != nil {
+		return nil, err
+	}
+	if laddr != nil && raddr == nil {
+		switch sotype {
+		case unix.SOCK_STREAM, unix.SOCK_SEQPACKET:
+			err = fd.listenStream(ctx, laddr, cfg)
+		case unix.SOCK_DGRAM:
+			err = fd.listenDatagram(ctx, laddr, cfg)
+		}
+	} else {
+		err = fd.dial(ctx, laddr, raddr, cfg)
+	}
+	if err != nil {
+		fd.Close()
+		return nil, err
+	}
+	return fd, nil
+}
+
+// ctrlNetwork is the network string net hands to Control functions:
+// "tcp4" or "tcp6" (likewise udp) for an IP socket named without a family.
+func (fd *netFD) ctrlNetwork() string {
+	switch fd.net {
+	case "unix", "unixgram", "unixpacket":
+		return fd.net
+	}
+	switch fd.net[len(fd.net)-1] {
+	case '4', '6':
+		return fd.net
+	}
+	if fd.family == unix.AF_INET {
+		return fd.net + "4"
+	}
+	return fd.net + "6"
+}
+
+func (fd *netFD) control(ctx context.Context, cfg socketConfig, addr net.Addr) error {
+	if cfg.control == nil {
+		return nil
+	}
+	s := ""
+	if addr != nil {
+		s = addr.String()
+	}
+	return cfg.control(ctx, fd.ctrlNetwork(), s, newRawConn(fd))
+}
+
+func (fd *netFD) addr(sa unix.Sockaddr) net.Addr { return sockaddrToAddr(fd.sotype, fd.net, sa) }
+
+// listenStream: SO_REUSEADDR (IP only), Control, bind, listen.
+func (fd *netFD) listenStream(ctx context.Context, laddr net.Addr, cfg socketConfig) error {
+	s := fd.pfd.sysfd
+	if fd.family == unix.AF_INET || fd.family == unix.AF_INET6 {
+		if err := unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
+			return os.NewSyscallError("setsockopt", err)
+		}
+	}
+	lsa, err := addrToSockaddr(fd.family, laddr)
+	if err != nil {
+		return err
+	}
+	if err := fd.control(ctx, cfg, laddr); err != nil {
+		return err
+	}
+	if lsa != nil {
+		if err := unix.Bind(s, lsa); err != nil {
+			return os.NewSyscallError("bind", err)
+		}
+	}
+	backlog := cfg.backlog
+	if backlog <= 0 {
+		backlog = listenerBacklog()
+	}
+	if err := unix.Listen(s, backlog); err != nil {
+		return os.NewSyscallError("listen", err)
+	}
+	lsa, _ = unix.Getsockname(s)
+	fd.laddr = fd.addr(lsa)
+	return nil
+}
+
+// listenDatagram: SO_REUSEADDR for multicast is left to callers; Control,
+// then bind.
+func (fd *netFD) listenDatagram(ctx context.Context, laddr net.Addr, cfg socketConfig) error {
+	lsa, err := addrToSockaddr(fd.family, laddr)
+	if err != nil {
+		return err
+	}
+	if err := fd.control(ctx, cfg, laddr); err != nil {
+		return err
+	}
+	if lsa != nil {
+		if err := unix.Bind(fd.pfd.sysfd, lsa); err != nil {
+			return os.NewSyscallError("bind", err)
+		}
+	}
+	lsa, _ = unix.Getsockname(fd.pfd.sysfd)
+	fd.laddr = fd.addr(lsa)
+	return nil
+}
+
+// dial: Control, bind laddr if given, connect.
+func (fd *netFD) dial(ctx context.Context, laddr, raddr net.Addr, cfg socketConfig) error {
+	if err := fd.control(ctx, cfg, raddr); err != nil {
+		return err
+	}
+	if laddr != nil {
+		lsa, err := addrToSockaddr(fd.family, laddr)
+		if err != nil {
+			return err
+		}
+		if lsa != nil {
+			if err := unix.Bind(fd.pfd.sysfd, lsa); err != nil {
+				return os.NewSyscallError("bind", err)
+			}
+		}
+	}
+	var rsa unix.Sockaddr
+	if raddr != nil {
+		var err error
+		if rsa, err = addrToSockaddr(fd.family, raddr); err != nil {
+			return err
+		}
+		if err := fd.connect(ctx, rsa); err != nil {
+			return err
+		}
+	}
+	lsa, _ := unix.Getsockname(fd.pfd.sysfd)
+	if peer, err := unix.Getpeername(fd.pfd.sysfd); err == nil {
+		rsa = peer
+	}
+	fd.laddr, fd.raddr = fd.addr(lsa), fd.addr(rsa)
+	if fd.raddr == nil {
+		fd.raddr = raddr
+	}
+	return nil
+}
+
+// aLongTimeAgo is a deadline in the past, used to interrupt a connect.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// connect is non-blocking connect(2): EINPROGRESS, then wait for
+// writability and read SO_ERROR, honouring ctx's deadline and
+// cancellation. It mirrors net's netFD.connect.
+func (fd *netFD) connect(ctx context.Context, ra unix.Sockaddr) (ret error) {
+	pfd := fd.pfd
+	// Forget the readiness reported when the socket was registered: the
+	// wait below is for the connect's own edge.
+	if err := pfd.prepare(pollfd.ModeWrite); err != nil {
+		return err
+	}
+	switch err := unix.Connect(pfd.sysfd, ra); err {
+	case unix.EINPROGRESS, unix.EALREADY, unix.EINTR:
+	case nil, unix.EISCONN:
+		if ctx.Err() != nil {
+			return mapContextErr(ctx.Err())
+		}
+		return nil
+	default:
+		return os.NewSyscallError("connect", err)
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		pfd.SetDeadline(deadline, pollfd.ModeWrite)
+		defer pfd.SetDeadline(time.Time{}, pollfd.ModeWrite)
+	}
+	// Cancellation interrupts the wait by moving the write deadline into
+	// the past; if that happened, the context's error is the answer even
+	// when connect won the race.
+	interrupted := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		pfd.SetDeadline(aLongTimeAgo, pollfd.ModeWrite)
+		close(interrupted)
+	})
+	defer func() {
+		if !stop() {
+			<-interrupted
+			if ret == nil || ret == os.ErrDeadlineExceeded {
+				ret = mapContextErr(ctx.Err())
+			}
+		}
+	}()
+	for {
+		if err := pfd.wait(pollfd.ModeWrite); err != nil {
+			if ctx.Err() != nil {
+				return mapContextErr(ctx.Err())
+			}
+			return err
+		}
+		nerr, err := unix.GetsockoptInt(pfd.sysfd, unix.SOL_SOCKET, unix.SO_ERROR)
+		if err != nil {
+			return os.NewSyscallError("getsockopt", err)
+		}
+		switch e := syscall.Errno(nerr); e {
+		case unix.EINPROGRESS, unix.EALREADY, unix.EINTR:
+			continue // spurious wake-up
+		case unix.EISCONN:
+			return nil
+		case 0:
+			// SO_ERROR is 0 also before the connect has finished; only
+			// a peer name proves it did.
+			if _, err := unix.Getpeername(pfd.sysfd); err == nil {
+				return nil
+			}
+		default:
+			return os.NewSyscallError("connect", e)
+		}
+	}
+}
+
+// Close closes the socket.
+func (fd *netFD) Close() error { return fd.pfd.Close() }
+
+// shutdown wraps shutdown(2).
+func (fd *netFD) shutdown(how int) error {
+	if err := fd.pfd.incref(); err != nil {
+		return err
+	}
+	defer fd.pfd.decref()
+	return os.NewSyscallError("shutdown", unix.Shutdown(fd.pfd.sysfd, how))
+}
+
+// accept takes one connection and wraps it as a socket of the listener's
+// kind on the listener's poller.
+func (fd *netFD) accept() (*netFD, error) {
+	s, rsa, call, err := fd.pfd.Accept()
+	if err != nil {
+		if call != "" {
+			err = os.NewSyscallError(call, err)
+		}
+		return nil, err
+	}
+	nfd, err := newNetFD(s, fd.family, fd.sotype, fd.net, fd.pfd.pd.Poller())
+	if err != nil {
+		return nil, err
+	}
+	lsa, _ := unix.Getsockname(s)
+	nfd.laddr, nfd.raddr = nfd.addr(lsa), nfd.addr(rsa)
+	return nfd, nil
+}
+
+// listenerBacklog reads net.core.somaxconn once, as net does (capped to
+// what listen(2)'s int and the kernel's u16 field allow).
+var listenerBacklog = sync.OnceValue(func() int {
+	b, err := os.ReadFile("/proc/sys/net/core/somaxconn")
+	if err != nil {
+		return unix.SOMAXCONN
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || n == 0 {
+		return unix.SOMAXCONN
+	}
+	if n > 1<<16-1 {
+		n = 1<<16 - 1
+	}
+	return n
+})
+
+// The IP stack's capabilities, probed once as net's ipStackCapabilities.
+var ipStack = sync.OnceValue(func() (caps struct{ ipv4, ipv6, ipv4map bool }) {
+	if s, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP); err == nil {
+		unix.Close(s)
+		caps.ipv4 = true
+	}
+	probe := func(ip net.IP, v6only int) bool {
+		s, err := unix.Socket(unix.AF_INET6, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
+		if err != nil {
+			return false
+		}
+		defer unix.Close(s)
+		unix.SetsockoptInt(s, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, v6only)
+		sa, err := ipToSockaddr(unix.AF_INET6, ip, 0, "")
+		return err == nil && unix.Bind(s, sa) == nil
+	}
+	caps.ipv6 = probe(net.IPv6loopback, 1)
+	caps.ipv4map = probe(net.IPv4(127, 0, 0, 1), 0)
+	return caps
+})
+
+func supportsIPv4() bool    { return ipStack().ipv4 }
+func supportsIPv6() bool    { return ipStack().ipv6 }
+func supportsIPv4map() bool { return ipStack().ipv4map }
+
+// Socket types, named for the parsers.
+const (
+	sockStream    = unix.SOCK_STREAM
+	sockDgram     = unix.SOCK_DGRAM
+	sockSeqpacket = unix.SOCK_SEQPACKET
+)

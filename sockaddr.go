@@ -1,0 +1,182 @@
+//go:build linux
+
+package gatenet
+
+import (
+	"net"
+	"net/netip"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// Conversions between net's address types and the kernel's, as net's
+// ipsock_posix.go and unixsock_posix.go do them.
+
+// sockaddrToAddr turns a kernel address into the net.Addr of the socket's
+// type: *net.TCPAddr, *net.UDPAddr or *net.UnixAddr. It returns nil for nil.
+func sockaddrToAddr(sotype int, network string, sa unix.Sockaddr) net.Addr {
+	switch sa := sa.(type) {
+	case *unix.SockaddrInet4:
+		ip := net.IP(append([]byte(nil), sa.Addr[:]...)).To16()
+		if sotype == unix.SOCK_DGRAM {
+			return &net.UDPAddr{IP: ip, Port: sa.Port}
+		}
+		return &net.TCPAddr{IP: ip, Port: sa.Port}
+	case *unix.SockaddrInet6:
+		ip := net.IP(append([]byte(nil), sa.Addr[:]...))
+		zone := zoneName(sa.ZoneId)
+		if sotype == unix.SOCK_DGRAM {
+			return &net.UDPAddr{IP: ip, Port: sa.Port, Zone: zone}
+		}
+		return &net.TCPAddr{IP: ip, Port: sa.Port, Zone: zone}
+	case *unix.SockaddrUnix:
+		// x/sys/unix already spells abstract names "@name", and an
+		// unnamed socket "@", as syscall does.
+		return &net.UnixAddr{Name: sa.Name, Net: network}
+	}
+	return nil
+}
+
+func zoneName(id uint32) string {
+	if id == 0 {
+		return ""
+	}
+	if ifi, err := net.InterfaceByIndex(int(id)); err == nil {
+		return ifi.Name
+	}
+	return strconv.Itoa(int(id))
+}
+
+func zoneIndex(zone string) uint32 {
+	if zone == "" {
+		return 0
+	}
+	if ifi, err := net.InterfaceByName(zone); err == nil {
+		return uint32(ifi.Index)
+	}
+	n := 0
+	for _, c := range zone {
+		if c < '0' || c > '9' {
+			return 0
+		}
+		n = n*10 + int(c-'0')
+	}
+	return uint32(n)
+}
+
+// ipToSockaddr builds the kernel address for ip:port in family. A nil or
+// unspecified IPv4 address in an AF_INET6 socket becomes "::", as net does.
+func ipToSockaddr(family int, ip net.IP, port int, zone string) (unix.Sockaddr, error) {
+	switch family {
+	case unix.AF_INET:
+		if len(ip) == 0 {
+			ip = net.IPv4zero
+		}
+		ip4 := ip.To4()
+		if ip4 == nil {
+			return nil, &net.AddrError{Err: "non-IPv4 address", Addr: ip.String()}
+		}
+		sa := &unix.SockaddrInet4{Port: port}
+		copy(sa.Addr[:], ip4)
+		return sa, nil
+	case unix.AF_INET6:
+		if len(ip) == 0 || ip.Equal(net.IPv4zero) {
+			ip = net.IPv6zero
+		}
+		ip6 := ip.To16()
+		if ip6 == nil {
+			return nil, &net.AddrError{Err: "non-IPv6 address", Addr: ip.String()}
+		}
+		sa := &unix.SockaddrInet6{Port: port, ZoneId: zoneIndex(zone)}
+		copy(sa.Addr[:], ip6)
+		return sa, nil
+	}
+	return nil, &net.AddrError{Err: "invalid address family", Addr: ip.String()}
+}
+
+// addrToSockaddr converts a net.Addr for a socket of family.
+func addrToSockaddr(family int, a net.Addr) (unix.Sockaddr, error) {
+	switch a := a.(type) {
+	case *net.TCPAddr:
+		return ipToSockaddr(family, a.IP, a.Port, a.Zone)
+	case *net.UDPAddr:
+		return ipToSockaddr(family, a.IP, a.Port, a.Zone)
+	case *net.UnixAddr:
+		if a.Name == "" {
+			return nil, nil // unnamed: let the kernel choose (autobind)
+		}
+		name := a.Name
+		if name[0] == '@' {
+			name = "\x00" + name[1:]
+		}
+		return &unix.SockaddrUnix{Name: name}, nil
+	}
+	return nil, &net.AddrError{Err: "unexpected address type", Addr: a.String()}
+}
+
+// addrFamilyOf reports an IP address's family: AF_INET for IPv4 (and
+// IPv4-mapped) addresses, AF_INET6 otherwise. A nil address is wildcard.
+func ipFamily(ip net.IP) int {
+	if ip == nil || ip.To4() != nil {
+		return unix.AF_INET
+	}
+	return unix.AF_INET6
+}
+
+func isWildcard(ip net.IP) bool { return ip == nil || ip.IsUnspecified() }
+
+func ipOf(a net.Addr) (net.IP, bool) {
+	switch a := a.(type) {
+	case *net.TCPAddr:
+		if a == nil {
+			return nil, false
+		}
+		return a.IP, true
+	case *net.UDPAddr:
+		if a == nil {
+			return nil, false
+		}
+		return a.IP, true
+	}
+	return nil, false
+}
+
+// favoriteAddrFamily is net's choice of socket family: a network ending in
+// 4 or 6 decides; a wildcard listener is dual-stack IPv6 (V6ONLY off) when
+// the kernel supports IPv4-mapped addresses; otherwise IPv4 if both ends
+// are IPv4.
+func favoriteAddrFamily(network string, laddr, raddr net.Addr, listen bool) (family int, ipv6only bool) {
+	switch network[len(network)-1] {
+	case '4':
+		return unix.AF_INET, false
+	case '6':
+		return unix.AF_INET6, true
+	}
+	lip, lok := ipOf(laddr)
+	rip, rok := ipOf(raddr)
+	if listen && (!lok || isWildcard(lip)) {
+		if supportsIPv4map() || !supportsIPv4() {
+			return unix.AF_INET6, false
+		}
+		if !lok {
+			return unix.AF_INET, false
+		}
+		return ipFamily(lip), false
+	}
+	if (!lok || ipFamily(lip) == unix.AF_INET) && (!rok || ipFamily(rip) == unix.AF_INET) {
+		return unix.AF_INET, false
+	}
+	return unix.AF_INET6, false
+}
+
+// addrPortOf converts a TCP or UDP address for sorting and comparing.
+func addrPortOf(a net.Addr) netip.AddrPort {
+	switch a := a.(type) {
+	case *net.TCPAddr:
+		return a.AddrPort()
+	case *net.UDPAddr:
+		return a.AddrPort()
+	}
+	return netip.AddrPort{}
+}

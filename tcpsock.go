@@ -1,0 +1,286 @@
+//go:build linux
+
+package gatenet
+
+import (
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gatenet/gatenet/pollfd"
+)
+
+// TCPConn is a TCP connection with the method set of *net.TCPConn.
+type TCPConn struct {
+	conn
+}
+
+// Keep-alive defaults, as net's (go.dev/issue/31510).
+const (
+	defaultKeepAliveIdle     = 15 * time.Second
+	defaultKeepAliveInterval = 15 * time.Second
+	defaultKeepAliveCount    = 9
+)
+
+// newTCPConn applies net's defaults: TCP_NODELAY on, and keep-alive
+// enabled with keepAliveIdle (15 s when 0) unless it is negative or cfg
+// says otherwise.
+func newTCPConn(fd *netFD, keepAliveIdle time.Duration, cfg net.KeepAliveConfig) *TCPConn {
+	fd.setsockoptInt(unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	if !cfg.Enable && keepAliveIdle >= 0 {
+		cfg = net.KeepAliveConfig{Enable: true, Idle: keepAliveIdle}
+	}
+	c := &TCPConn{conn{fd}}
+	if cfg.Enable {
+		c.SetKeepAliveConfig(cfg)
+	}
+	return c
+}
+
+func (c *TCPConn) opError(op string, err error) error {
+	return &net.OpError{Op: op, Net: c.fd.net, Source: c.fd.laddr, Addr: c.fd.raddr, Err: err}
+}
+
+// CloseRead shuts down the reading side (shutdown(2) SHUT_RD).
+func (c *TCPConn) CloseRead() error {
+	if !c.ok() {
+		return syscall.EINVAL
+	}
+	if err := c.fd.shutdown(unix.SHUT_RD); err != nil {
+		return c.opError("close", err)
+	}
+	return nil
+}
+
+// CloseWrite shuts down the writing side (shutdown(2) SHUT_WR): the peer
+// reads io.EOF; reading here goes on.
+func (c *TCPConn) CloseWrite() error {
+	if !c.ok() {
+		return syscall.EINVAL
+	}
+	if err := c.fd.shutdown(unix.SHUT_WR); err != nil {
+		return c.opError("close", err)
+	}
+	return nil
+}
+
+// SetNoDelay sets TCP_NODELAY (on by default, as net).
+func (c *TCPConn) SetNoDelay(noDelay bool) error {
+	if !c.ok() {
+		return syscall.EINVAL
+	}
+	if err := c.fd.setsockoptInt(unix.IPPROTO_TCP, unix.TCP_NODELAY, boolint(noDelay)); err != nil {
+		return c.opError("set", err)
+	}
+	return nil
+}
+
+// SetLinger sets SO_LINGER: sec < 0 lingers in the background (the
+// default), 0 discards unsent data and resets the connection on Close,
+// sec > 0 lingers up to sec seconds.
+func (c *TCPConn) SetLinger(sec int) error {
+	if !c.ok() {
+		return syscall.EINVAL
+	}
+	if err := c.fd.setLinger(sec); err != nil {
+		return c.opError("set", err)
+	}
+	return nil
+}
+
+// SetKeepAlive sets SO_KEEPALIVE.
+func (c *TCPConn) SetKeepAlive(keepalive bool) error {
+	if !c.ok() {
+		return syscall.EINVAL
+	}
+	if err := c.fd.setsockoptInt(unix.SOL_SOCKET, unix.SO_KEEPALIVE, boolint(keepalive)); err != nil {
+		return c.opError("set", err)
+	}
+	return nil
+}
+
+// SetKeepAlivePeriod sets TCP_KEEPIDLE only, rounded up to seconds, as net.
+func (c *TCPConn) SetKeepAlivePeriod(d time.Duration) error {
+	if !c.ok() {
+		return syscall.EINVAL
+	}
+	if err := c.fd.setKeepAliveOpt(unix.TCP_KEEPIDLE, d, defaultKeepAliveIdle); err != nil {
+		return c.opError("set", err)
+	}
+	return nil
+}
+
+// SetKeepAliveConfig applies a net.KeepAliveConfig: zero fields take net's
+// defaults (15 s, 15 s, 9), negative ones are left unchanged.
+func (c *TCPConn) SetKeepAliveConfig(config net.KeepAliveConfig) error {
+	if !c.ok() {
+		return syscall.EINVAL
+	}
+	fd := c.fd
+	if err := fd.setsockoptInt(unix.SOL_SOCKET, unix.SO_KEEPALIVE, boolint(config.Enable)); err != nil {
+		return c.opError("set", err)
+	}
+	if err := fd.setKeepAliveOpt(unix.TCP_KEEPIDLE, config.Idle, defaultKeepAliveIdle); err != nil {
+		return c.opError("set", err)
+	}
+	if err := fd.setKeepAliveOpt(unix.TCP_KEEPINTVL, config.Interval, defaultKeepAliveInterval); err != nil {
+		return c.opError("set", err)
+	}
+	count := config.Count
+	if count == 0 {
+		count = defaultKeepAliveCount
+	}
+	if count > 0 {
+		if err := fd.setsockoptInt(unix.IPPROTO_TCP, unix.TCP_KEEPCNT, count); err != nil {
+			return c.opError("set", err)
+		}
+	}
+	return nil
+}
+
+// MultipathTCP reports whether the connection uses MPTCP. gatenet does not
+// create MPTCP sockets (net's listeners do by default where the kernel
+// supports it), so this asks the kernel what the socket's protocol is.
+func (c *TCPConn) MultipathTCP() (bool, error) {
+	if !c.ok() {
+		return false, syscall.EINVAL
+	}
+	var proto int
+	err := c.fd.pfd.RawControl(func(s uintptr) {
+		proto, _ = unix.GetsockoptInt(int(s), unix.SOL_SOCKET, unix.SO_PROTOCOL)
+	})
+	return err == nil && proto == unix.IPPROTO_MPTCP, nil
+}
+
+// ReadFrom copies r into the connection (io.ReaderFrom). Errors other than
+// io.EOF come as *net.OpError{Op: "readfrom"}.
+func (c *TCPConn) ReadFrom(r io.Reader) (int64, error) {
+	if !c.ok() {
+		return 0, syscall.EINVAL
+	}
+	n, err := io.Copy(writerOnly{c}, r)
+	if err != nil && err != io.EOF {
+		err = c.opError("readfrom", err)
+	}
+	return n, err
+}
+
+// WriteTo copies the connection into w until EOF (io.WriterTo).
+func (c *TCPConn) WriteTo(w io.Writer) (int64, error) {
+	if !c.ok() {
+		return 0, syscall.EINVAL
+	}
+	n, err := io.Copy(w, readerOnly{c})
+	if err != nil && err != io.EOF {
+		err = c.opError("writeto", err)
+	}
+	return n, err
+}
+
+// writerOnly and readerOnly hide ReadFrom/WriteTo from io.Copy.
+type writerOnly struct{ io.Writer }
+type readerOnly struct{ io.Reader }
+
+func (fd *netFD) setLinger(sec int) error {
+	var l unix.Linger
+	if sec >= 0 {
+		l.Onoff, l.Linger = 1, int32(sec)
+	}
+	if err := fd.pfd.incref(); err != nil {
+		return err
+	}
+	defer fd.pfd.decref()
+	return os.NewSyscallError("setsockopt", unix.SetsockoptLinger(fd.pfd.sysfd, unix.SOL_SOCKET, unix.SO_LINGER, &l))
+}
+
+// setKeepAliveOpt sets a TCP keep-alive time in whole seconds, rounded up:
+// 0 means def, negative leaves the option alone.
+func (fd *netFD) setKeepAliveOpt(opt int, d, def time.Duration) error {
+	if d == 0 {
+		d = def
+	} else if d < 0 {
+		return nil
+	}
+	secs := int((d + time.Second - 1) / time.Second)
+	return fd.setsockoptInt(unix.IPPROTO_TCP, opt, secs)
+}
+
+// TCPListener is a TCP listener with the method set of *net.TCPListener.
+type TCPListener struct {
+	fd *netFD
+	lc ListenConfig
+}
+
+func (l *TCPListener) ok() bool { return l != nil && l.fd != nil }
+
+func (l *TCPListener) opError(op string, err error) error {
+	return &net.OpError{Op: op, Net: l.fd.net, Addr: l.fd.laddr, Err: err}
+}
+
+// Accept waits for and returns the next connection (accept4(2)).
+func (l *TCPListener) Accept() (net.Conn, error) {
+	c, err := l.AcceptTCP()
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// AcceptTCP is Accept returning a *TCPConn.
+func (l *TCPListener) AcceptTCP() (*TCPConn, error) {
+	if !l.ok() {
+		return nil, syscall.EINVAL
+	}
+	fd, err := l.fd.accept()
+	if err != nil {
+		return nil, l.opError("accept", err)
+	}
+	return newTCPConn(fd, l.lc.KeepAlive, l.lc.KeepAliveConfig), nil
+}
+
+// Close stops listening; a blocked Accept returns net.ErrClosed.
+func (l *TCPListener) Close() error {
+	if !l.ok() {
+		return syscall.EINVAL
+	}
+	if err := l.fd.Close(); err != nil {
+		return l.opError("close", err)
+	}
+	return nil
+}
+
+// Addr returns the listener's address.
+func (l *TCPListener) Addr() net.Addr { return l.fd.laddr }
+
+// SetDeadline sets the deadline for Accept. As net's, its errors are not
+// wrapped.
+func (l *TCPListener) SetDeadline(t time.Time) error {
+	if !l.ok() {
+		return syscall.EINVAL
+	}
+	return l.fd.pfd.SetDeadline(t, pollfd.ModeRead)
+}
+
+// SyscallConn returns a raw connection whose Read and Write are EINVAL.
+func (l *TCPListener) SyscallConn() (syscall.RawConn, error) {
+	if !l.ok() {
+		return nil, syscall.EINVAL
+	}
+	return &listenerRawConn{sockRawConn{l.fd}}, nil
+}
+
+// File returns a duplicate of the listening socket as an *os.File.
+func (l *TCPListener) File() (*os.File, error) {
+	if !l.ok() {
+		return nil, syscall.EINVAL
+	}
+	f, err := l.fd.dupFile()
+	if err != nil {
+		return nil, l.opError("file", err)
+	}
+	return f, nil
+}
