@@ -1,0 +1,116 @@
+//go:build linux
+
+package gatenet
+
+import (
+	"net"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gatenet/gatenet/pollfd"
+)
+
+// FileConn returns a connection for a copy of f's socket, as net.FileConn:
+// f stays open and independent (socket activation, inherited descriptors,
+// SCM_RIGHTS). The copy is made non-blocking and registered with the
+// default poller.
+func FileConn(f *os.File) (net.Conn, error) {
+	fd, err := newFileNetFD(f)
+	if err != nil {
+		return nil, &net.OpError{Op: "file", Net: "file+net", Addr: fileAddr(f.Name()), Err: err}
+	}
+	switch fd.laddr.(type) {
+	case *net.TCPAddr:
+		return newTCPConn(fd, defaultKeepAliveIdle, net.KeepAliveConfig{}), nil
+	case *net.UnixAddr:
+		return newUnixConn(fd), nil
+	}
+	fd.Close()
+	return nil, &net.OpError{Op: "file", Net: "file+net", Addr: fileAddr(f.Name()), Err: unix.EINVAL}
+}
+
+// FileListener returns a listener for a copy of f's listening socket, as
+// net.FileListener. A Unix listener made this way does not remove its
+// socket file on Close (SetUnlinkOnClose changes that).
+func FileListener(f *os.File) (net.Listener, error) {
+	fd, err := newFileNetFD(f)
+	if err != nil {
+		return nil, &net.OpError{Op: "file", Net: "file+net", Addr: fileAddr(f.Name()), Err: err}
+	}
+	switch laddr := fd.laddr.(type) {
+	case *net.TCPAddr:
+		return &TCPListener{fd: fd}, nil
+	case *net.UnixAddr:
+		return &UnixListener{fd: fd, path: laddr.Name, unlink: false}, nil
+	}
+	fd.Close()
+	return nil, &net.OpError{Op: "file", Net: "file+net", Addr: fileAddr(f.Name()), Err: unix.EINVAL}
+}
+
+// fileAddr is net's address for errors about a file ("file+net").
+type fileAddr string
+
+func (fileAddr) Network() string  { return "file+net" }
+func (f fileAddr) String() string { return string(f) }
+
+// newFileNetFD duplicates f's socket (F_DUPFD_CLOEXEC, then O_NONBLOCK)
+// and learns its family, type and addresses from the kernel.
+func newFileNetFD(f *os.File) (*netFD, error) {
+	var s int
+	var err error
+	rc, rerr := f.SyscallConn()
+	if rerr != nil {
+		return nil, rerr
+	}
+	if cerr := rc.Control(func(fd uintptr) {
+		s, err = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
+	}); cerr != nil {
+		return nil, cerr
+	}
+	if err != nil {
+		return nil, os.NewSyscallError("fcntl", err)
+	}
+	if err := unix.SetNonblock(s, true); err != nil {
+		unix.Close(s)
+		return nil, os.NewSyscallError("setnonblock", err)
+	}
+	sotype, err := unix.GetsockoptInt(s, unix.SOL_SOCKET, unix.SO_TYPE)
+	if err != nil {
+		unix.Close(s)
+		return nil, os.NewSyscallError("getsockopt", err)
+	}
+	lsa, _ := unix.Getsockname(s)
+	rsa, _ := unix.Getpeername(s)
+	var family int
+	var network string
+	switch lsa.(type) {
+	case *unix.SockaddrInet4:
+		family, network = unix.AF_INET, "tcp"
+	case *unix.SockaddrInet6:
+		family, network = unix.AF_INET6, "tcp"
+	case *unix.SockaddrUnix:
+		family = unix.AF_UNIX
+		switch sotype {
+		case unix.SOCK_DGRAM:
+			network = "unixgram"
+		case unix.SOCK_SEQPACKET:
+			network = "unixpacket"
+		default:
+			network = "unix"
+		}
+	default:
+		unix.Close(s)
+		return nil, unix.EPROTONOSUPPORT
+	}
+	if family != unix.AF_UNIX && sotype != unix.SOCK_STREAM {
+		unix.Close(s) // UDP arrives with the datagram work
+		return nil, unix.EPROTONOSUPPORT
+	}
+	fd, err := newNetFD(s, family, sotype, network, pollfd.Default())
+	if err != nil {
+		return nil, err
+	}
+	fd.laddr, fd.raddr = fd.addr(lsa), fd.addr(rsa)
+	return fd, nil
+}
