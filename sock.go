@@ -25,6 +25,8 @@ type netFD struct {
 	net    string // the network the caller named ("tcp", "unix", …)
 	laddr  net.Addr
 	raddr  net.Addr
+
+	isConnected bool // dialed with a peer address: WriteTo is refused (net's rule)
 }
 
 // newNetFD registers a socket with the poller. For sockets, unlike
@@ -216,6 +218,7 @@ func (fd *netFD) dial(ctx context.Context, laddr, raddr net.Addr, cfg socketConf
 		if err := fd.connect(ctx, rsa); err != nil {
 			return err
 		}
+		fd.isConnected = true
 	}
 	lsa, _ := unix.Getsockname(fd.pfd.sysfd)
 	if peer, err := unix.Getpeername(fd.pfd.sysfd); err == nil {

@@ -44,6 +44,128 @@ func (c *UnixConn) CloseWrite() error {
 	return nil
 }
 
+func (c *UnixConn) opError(op string, addr net.Addr, err error) error {
+	return &net.OpError{Op: op, Net: c.fd.net, Source: c.fd.laddr, Addr: addr, Err: err}
+}
+
+// unixAddrOf turns a sender address into a *net.UnixAddr; an unnamed
+// sender is nil, as net reports it.
+func (c *UnixConn) unixAddrOf(sa unix.Sockaddr) *net.UnixAddr {
+	if sa, ok := sa.(*unix.SockaddrUnix); ok && sa.Name != "" {
+		return &net.UnixAddr{Name: sa.Name, Net: sotypeToUnixNet(c.fd.sotype)}
+	}
+	return nil
+}
+
+func sotypeToUnixNet(sotype int) string {
+	switch sotype {
+	case unix.SOCK_DGRAM:
+		return "unixgram"
+	case unix.SOCK_SEQPACKET:
+		return "unixpacket"
+	}
+	return "unix"
+}
+
+// ReadFromUnix reads a message and its sender (recvfrom(2)). Unlike Read,
+// end of stream comes as an *net.OpError wrapping io.EOF, as net's.
+func (c *UnixConn) ReadFromUnix(b []byte) (int, *net.UnixAddr, error) {
+	if !c.ok() {
+		return 0, nil, syscall.EINVAL
+	}
+	n, sa, err := c.fd.pfd.ReadFrom(b)
+	if err != nil {
+		err = c.opError("read", c.fd.raddr, wrapSyscallError("recvfrom", err))
+	}
+	return n, c.unixAddrOf(sa), err
+}
+
+// ReadFrom implements net.PacketConn.
+func (c *UnixConn) ReadFrom(b []byte) (int, net.Addr, error) {
+	n, addr, err := c.ReadFromUnix(b)
+	if addr == nil {
+		return n, nil, err
+	}
+	return n, addr, err
+}
+
+// ReadMsgUnix reads a message with its ancillary data (recvmsg(2) with
+// MSG_CMSG_CLOEXEC, so received descriptors are close-on-exec).
+func (c *UnixConn) ReadMsgUnix(b, oob []byte) (n, oobn, flags int, addr *net.UnixAddr, err error) {
+	if !c.ok() {
+		return 0, 0, 0, nil, syscall.EINVAL
+	}
+	var sa unix.Sockaddr
+	n, oobn, flags, sa, err = c.fd.pfd.ReadMsg(b, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		err = c.opError("read", c.fd.raddr, wrapSyscallError("recvmsg", err))
+	}
+	return n, oobn, flags, c.unixAddrOf(sa), err
+}
+
+// WriteToUnix sends b to addr (sendto(2)); on a connected socket it fails
+// with net.ErrWriteToConnected, as net's.
+func (c *UnixConn) WriteToUnix(b []byte, addr *net.UnixAddr) (int, error) {
+	if !c.ok() {
+		return 0, syscall.EINVAL
+	}
+	var err error
+	var n int
+	switch {
+	case c.fd.isConnected:
+		err = net.ErrWriteToConnected
+	case addr == nil:
+		err = errMissingAddress
+	case addr.Net != sotypeToUnixNet(c.fd.sotype):
+		err = syscall.EAFNOSUPPORT
+	default:
+		n, err = c.fd.pfd.WriteTo(b, &unix.SockaddrUnix{Name: addr.Name})
+		err = wrapSyscallError("sendto", err)
+	}
+	if err != nil {
+		return n, c.opError("write", opAddr(addr), err)
+	}
+	return n, nil
+}
+
+// WriteTo implements net.PacketConn.
+func (c *UnixConn) WriteTo(b []byte, addr net.Addr) (int, error) {
+	if !c.ok() {
+		return 0, syscall.EINVAL
+	}
+	a, ok := addr.(*net.UnixAddr)
+	if !ok {
+		return 0, c.opError("write", addr, syscall.EINVAL)
+	}
+	return c.WriteToUnix(b, a)
+}
+
+// WriteMsgUnix sends b with ancillary data oob to addr (sendmsg(2)); on a
+// connected datagram socket it fails with net.ErrWriteToConnected, as net's. An empty b with oob sends one dummy
+// byte on stream sockets, as net does, and reports n == 0.
+func (c *UnixConn) WriteMsgUnix(b, oob []byte, addr *net.UnixAddr) (n, oobn int, err error) {
+	if !c.ok() {
+		return 0, 0, syscall.EINVAL
+	}
+	var sa unix.Sockaddr
+	switch {
+	case c.fd.sotype == unix.SOCK_DGRAM && c.fd.isConnected:
+		err = net.ErrWriteToConnected
+	case addr != nil && addr.Net != sotypeToUnixNet(c.fd.sotype):
+		err = syscall.EAFNOSUPPORT
+	default:
+		if addr != nil {
+			sa = &unix.SockaddrUnix{Name: addr.Name}
+		}
+		n, oobn, err = c.fd.pfd.WriteMsg(b, oob, sa)
+		err = wrapSyscallError("sendmsg", err)
+	}
+	if err != nil {
+		return n, oobn, c.opError("write", opAddr(addr), err)
+	}
+	return n, oobn, nil
+}
+
 // UnixListener is a Unix domain socket listener with the method set of
 // *net.UnixListener.
 type UnixListener struct {
