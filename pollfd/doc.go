@@ -9,7 +9,7 @@
 //	pollServerInit         New, or the lazily created Default poller
 //	pollOpen               (*Poller).Open: table entry, then EPOLL_CTL_ADD
 //	pollClose              (*Desc).Close: requires Unblock; EPOLL_CTL_DEL
-//	pollWait               (*Desc).Wait: Ready first, then closing > timeout > event error
+//	pollWait               (*Desc).Wait: closing > timeout > event error, then Ready, else park
 //	pollWaitCanceled       no caller on Linux
 //	pollReset              (*Desc).Prepare: fail fast or clear Ready
 //	pollSetDeadline        (*Desc).SetDeadline

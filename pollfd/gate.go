@@ -26,9 +26,11 @@ package pollfd
 //
 //	Prepare      closing → ErrClosing; expired → ErrTimeout; read && eventErr
 //	             → ErrNotPollable; otherwise ready = false.
-//	Wait         ready → consume it, return nil (Ready is consumed first);
-//	             else the same error checks as Prepare; else waiting = true,
-//	             unlock, park on wake; on wake, relock and start over.
+//	Wait         the same error checks as Prepare (an error beats a Ready
+//	             left from before, as in the runtime's pollWait); then, and
+//	             after every wake: ready → consume it, return nil (Ready is
+//	             consumed first); else the error checks again; else waiting
+//	             = true, unlock, park on wake; on wake, relock, start over.
 //	edge         ready = true; if waiting: waiting = false, send on wake.
 //	timer fires  if its generation is current: expired = true; if waiting:
 //	             waiting = false, send on wake (no ready).
@@ -180,10 +182,11 @@ func (d *Desc) Prepare(mode Mode) error {
 }
 
 // Wait parks until the descriptor is ready in mode (ModeRead or ModeWrite),
-// its deadline expires, or it is unblocked. An edge that arrived since
-// Prepare is consumed first and Wait returns at once. It mirrors the
-// runtime's pollWait, including re-parking after a wake that found neither
-// readiness nor an error.
+// its deadline expires, or it is unblocked. It fails at once, as Prepare
+// does, on closing, an expired deadline or (reads) an event error;
+// otherwise an edge that arrived since Prepare is consumed first and Wait
+// returns at once. It mirrors the runtime's pollWait, including re-parking
+// after a wake that found neither readiness nor an error.
 func (d *Desc) Wait(mode Mode) error {
 	g := d.gate(mode)
 	if g == nil {
@@ -197,6 +200,13 @@ func (d *Desc) Wait(mode Mode) error {
 		p.harvestNow()
 	}
 	d.mu.Lock()
+	// pollWait checks for errors before it looks at the semaphore: on a
+	// closing descriptor, or with the deadline expired, a leftover Ready
+	// does not let Wait return nil (deadline expiry is sticky).
+	if err := d.check(mode, g); err != nil {
+		d.mu.Unlock()
+		return err
+	}
 	for {
 		if g.ready {
 			g.ready = false

@@ -220,9 +220,11 @@ func (p *Poller) Close() error {
 }
 
 // IsPollDescriptor reports whether fd is one of the descriptors a live
-// poller owns itself (its epoll instance, or its shutdown eventfd). Code
-// that closes every descriptor it does not know, as os/exec's tests do,
-// must leave these alone. It mirrors the runtime's isPollServerDescriptor.
+// poller owns itself (its epoll instance, the dup of it that the nested
+// strategy parks in the runtime poller, or the dedicated strategy's
+// shutdown eventfd). Code that closes every descriptor it does not know, as
+// os/exec's tests do, must leave these alone. It mirrors the runtime's
+// isPollServerDescriptor.
 func IsPollDescriptor(fd int) bool {
 	liveMu.Lock()
 	defer liveMu.Unlock()
@@ -239,5 +241,6 @@ func (p *Poller) IsPollDescriptor(fd int) bool {
 	if fd < 0 || !p.inited.Load() || p.closed.Load() {
 		return false
 	}
-	return fd == p.epfd || (p.loop.eventfd > 0 && fd == p.loop.eventfd)
+	return fd == p.epfd || (p.loop.eventfd > 0 && fd == p.loop.eventfd) ||
+		(p.loop.epdup > 0 && fd == p.loop.epdup)
 }

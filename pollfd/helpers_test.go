@@ -1,0 +1,213 @@
+//go:build linux
+
+package pollfd_test
+
+import (
+	"errors"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/gatenet/gatenet/internal/testutil"
+	"github.com/gatenet/gatenet/pollfd"
+)
+
+// Shared helpers of the poller suite. Nothing here asserts a wall-clock
+// bound: waitUntil polls for a condition with a generous limit (a hang
+// detector, like testutil.Watchdog), never a latency check.
+
+func TestMain(m *testing.M) {
+	testutil.VerifyTestMain(m)
+}
+
+// patience bounds every "wait until the poller has done X" loop. It is a
+// hang detector, not a timing assertion.
+const patience = time.Minute
+
+// eachStrategy runs fn once per poller strategy, in its own subtest, with
+// leak checks and a fresh poller (closed when the subtest ends).
+func eachStrategy(t *testing.T, fn func(t *testing.T, p *pollfd.Poller)) {
+	t.Helper()
+	for _, o := range testutil.Strategies() {
+		t.Run(o.String(), func(t *testing.T) {
+			testutil.CheckLeaks(t)
+			p := testutil.NewPoller(t, o)
+			fn(t, p)
+		})
+	}
+}
+
+// fdPair is two descriptors closed when the test ends, unless the test
+// closed one early with close (so a number the kernel has since handed out
+// again is never closed twice).
+type fdPair [2]int
+
+func (f *fdPair) close(i int) error {
+	fd := f[i]
+	f[i] = -1
+	return unix.Close(fd)
+}
+
+func (f *fdPair) cleanup(t testing.TB) {
+	t.Cleanup(func() {
+		for i := range f {
+			if f[i] >= 0 {
+				f.close(i)
+			}
+		}
+	})
+}
+
+// newPipePair returns a non-blocking pipe (read end 0, write end 1).
+func newPipePair(t testing.TB) *fdPair {
+	t.Helper()
+	f := new(fdPair)
+	require.NoError(t, unix.Pipe2(f[:], unix.O_NONBLOCK|unix.O_CLOEXEC))
+	f.cleanup(t)
+	return f
+}
+
+// newPipe returns a non-blocking pipe closed when t ends (after any Desc
+// opened on it later, since cleanups run last-in first-out).
+func newPipe(t testing.TB) (r, w int) {
+	f := newPipePair(t)
+	return f[0], f[1]
+}
+
+// newSocketpairPair returns a non-blocking AF_UNIX stream pair.
+func newSocketpairPair(t testing.TB) *fdPair {
+	t.Helper()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	require.NoError(t, err)
+	f := &fdPair{fds[0], fds[1]}
+	f.cleanup(t)
+	return f
+}
+
+// newSocketpair returns a non-blocking AF_UNIX stream pair closed when t ends.
+func newSocketpair(t testing.TB) (a, b int) {
+	f := newSocketpairPair(t)
+	return f[0], f[1]
+}
+
+// open registers fd with p and, when t ends, unblocks and closes the Desc
+// (tolerating a test that already did).
+func open(t testing.TB, p *pollfd.Poller, fd int) *pollfd.Desc {
+	t.Helper()
+	d, err := p.Open(fd)
+	require.NoError(t, err)
+	t.Cleanup(func() { closeDesc(t, d) })
+	return d
+}
+
+// openSettled is open for a descriptor whose registration itself reports
+// n events (an empty pipe's write end, or a socket, is writable at once:
+// one EPOLLOUT). It returns once the drain loop has delivered them, so that
+// a later Prepare really forgets them and a Wait then parks.
+func openSettled(t testing.TB, p *pollfd.Poller, fd int, n uint64) *pollfd.Desc {
+	t.Helper()
+	base := p.Stats()
+	d := open(t, p, fd)
+	waitEvents(t, p, base, n)
+	return d
+}
+
+func closeDesc(t testing.TB, d *pollfd.Desc) {
+	t.Helper()
+	d.Unblock()
+	if err := d.Close(); err != nil && !errors.Is(err, pollfd.ErrClosing) {
+		t.Errorf("closing desc for fd %d: %v", d.Fd(), err)
+	}
+}
+
+// waitUntil polls cond until it holds, failing the test after patience.
+func waitUntil(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	limit := time.Now().Add(patience)
+	for i := 0; !cond(); i++ {
+		if time.Now().After(limit) {
+			t.Fatalf("still waiting after %v for %s", patience, what)
+		}
+		if i < 1000 {
+			runtime.Gosched() // usually a matter of microseconds
+		} else {
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+// waitParks waits until p's Parks counter has grown by n since base: that
+// many waiters have committed to park (the counter is bumped after the
+// waiter published itself under the lock, so a wake from now on reaches it).
+func waitParks(t testing.TB, p *pollfd.Poller, base pollfd.Stats, n uint64) {
+	t.Helper()
+	waitUntil(t, "waiters to park", func() bool { return p.Stats().Parks-base.Parks >= n })
+}
+
+// waitEvents waits until p has delivered at least n more events than base.
+func waitEvents(t testing.TB, p *pollfd.Poller, base pollfd.Stats, n uint64) {
+	t.Helper()
+	waitUntil(t, "the drain loop to deliver an event", func() bool { return p.Stats().Events-base.Events >= n })
+}
+
+// mustEAGAIN performs the first half of an fd-layer read: Prepare, then a
+// read that finds the pipe (or socket) empty.
+func mustEAGAIN(t testing.TB, d *pollfd.Desc) {
+	t.Helper()
+	require.NoError(t, d.Prepare(pollfd.ModeRead))
+	var b [1]byte
+	_, err := unix.Read(d.Fd(), b[:])
+	require.ErrorIs(t, err, unix.EAGAIN)
+}
+
+// fillUntilEAGAIN writes to fd until the kernel refuses with EAGAIN.
+func fillUntilEAGAIN(t testing.TB, fd int) int {
+	t.Helper()
+	buf := make([]byte, 64<<10)
+	total := 0
+	for {
+		n, err := unix.Write(fd, buf)
+		if errors.Is(err, unix.EAGAIN) {
+			return total
+		}
+		require.NoError(t, err)
+		total += n
+	}
+}
+
+// goWait runs d.Wait(mode) in a goroutine and returns its result channel.
+func goWait(d *pollfd.Desc, mode pollfd.Mode) <-chan error {
+	ch := make(chan error, 1)
+	go func() { ch <- d.Wait(mode) }()
+	return ch
+}
+
+// recvErr receives a Wait result, failing (rather than hanging) after
+// patience.
+func recvErr(t testing.TB, ch <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(patience):
+		t.Fatalf("Wait did not return within %v", patience)
+		return nil
+	}
+}
+
+// requireParked fails the test if a result arrives on ch within grace:
+// it checks that something did NOT wake a waiter. A lower bound only.
+func requireParked(t testing.TB, ch <-chan error, grace time.Duration, why string) {
+	t.Helper()
+	select {
+	case err := <-ch:
+		t.Fatalf("Wait returned (%v) although %s", err, why)
+	case <-time.After(grace):
+	}
+}
+
+// past is a deadline long gone.
+var past = time.Unix(1, 0)
