@@ -150,7 +150,7 @@ func (fd *netFD) setsockoptInt(level, opt, value int) error {
 }
 
 // dupFile duplicates the socket into an *os.File named as net names them
-// ("tcp:127.0.0.1:1->127.0.0.1:2").
+// ("tcp:127.0.0.1:1->127.0.0.1:2"; a listener's ends in "->").
 func (fd *netFD) dupFile() (*os.File, error) {
 	nfd, call, err := fd.pfd.Dup()
 	if err != nil {
@@ -163,9 +163,10 @@ func (fd *netFD) dupFile() (*os.File, error) {
 	return os.NewFile(uintptr(nfd), name), nil
 }
 
+// addrString is a's string, or "" for none, as net's netFD.name.
 func addrString(a net.Addr) string {
 	if a == nil {
-		return "<nil>"
+		return ""
 	}
 	return a.String()
 }

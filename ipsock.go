@@ -75,7 +75,9 @@ func isIPv4(a net.Addr) bool {
 }
 
 // resolveAddrList resolves address for op ("listen" or "dial") on network.
-func resolveAddrList(ctx context.Context, r *net.Resolver, op string, n sockNetwork, address string) (addrList, error) {
+// A dial's hint (the Dialer's LocalAddr) must be of the same network, and
+// keeps only the addresses of its family, as net's resolveAddrList.
+func resolveAddrList(ctx context.Context, r *net.Resolver, op string, n sockNetwork, address string, hint net.Addr) (addrList, error) {
 	if op == "dial" && address == "" {
 		return nil, errMissingAddress
 	}
@@ -84,8 +86,41 @@ func resolveAddrList(ctx context.Context, r *net.Resolver, op string, n sockNetw
 		if err != nil {
 			return nil, err
 		}
+		if op == "dial" && hint != nil && a.Network() != hint.Network() {
+			return nil, &net.AddrError{Err: "mismatched local address type", Addr: hint.String()}
+		}
 		return addrList{a}, nil
 	}
+	addrs, err := resolveInternetAddrList(ctx, r, n, address)
+	if err != nil || op != "dial" || hint == nil {
+		return addrs, err
+	}
+	hip, _ := ipOf(hint)
+	wildcard := isWildcard(hip)
+	var filtered addrList
+	for _, a := range addrs {
+		if a.Network() != hint.Network() {
+			return nil, &net.AddrError{Err: "mismatched local address type", Addr: hint.String()}
+		}
+		ip, _ := ipOf(a)
+		if !wildcard && !isWildcard(ip) && !matchAddrFamily(ip, hip) {
+			continue
+		}
+		filtered = append(filtered, a)
+	}
+	if len(filtered) == 0 {
+		return nil, &net.AddrError{Err: "no suitable address found", Addr: hint.String()}
+	}
+	return filtered, nil
+}
+
+// matchAddrFamily is net's IP.matchAddrFamily: both IPv4 or both IPv6.
+func matchAddrFamily(ip, x net.IP) bool {
+	return ip.To4() != nil && x.To4() != nil || ip.To16() != nil && ip.To4() == nil && x.To16() != nil && x.To4() == nil
+}
+
+// resolveInternetAddrList is net's internetAddrList for TCP and UDP.
+func resolveInternetAddrList(ctx context.Context, r *net.Resolver, n sockNetwork, address string) (addrList, error) {
 	if r == nil {
 		r = net.DefaultResolver
 	}

@@ -48,13 +48,10 @@ func Listen(network, address string) (net.Listener, error) {
 // Listen announces on the local network address, as (*net.ListenConfig).Listen.
 func (lc *ListenConfig) Listen(ctx context.Context, network, address string) (net.Listener, error) {
 	n, err := parseNetwork(network)
-	if err == nil && n.sotype == sockDgram {
-		err = net.UnknownNetworkError(network)
-	}
 	if err != nil {
 		return nil, &net.OpError{Op: "listen", Net: network, Err: err}
 	}
-	addrs, err := resolveAddrList(ctx, nil, "listen", n, address)
+	addrs, err := resolveAddrList(ctx, nil, "listen", n, address, nil)
 	if err != nil {
 		return nil, &net.OpError{Op: "listen", Net: network, Err: err}
 	}
@@ -65,6 +62,8 @@ func (lc *ListenConfig) Listen(ctx context.Context, network, address string) (ne
 		l, err = lc.listenTCP(ctx, network, la)
 	case *net.UnixAddr:
 		l, err = lc.listenUnix(ctx, network, la)
+	default: // udp: as net, which serves it from ListenPacket only
+		return nil, &net.OpError{Op: "listen", Net: network, Addr: la, Err: &net.AddrError{Err: "unexpected address type", Addr: address}}
 	}
 	if err != nil {
 		return nil, &net.OpError{Op: "listen", Net: network, Addr: la, Err: err}
@@ -155,8 +154,13 @@ func (lc *ListenConfig) listenTCP(ctx context.Context, network string, laddr *ne
 
 func (lc *ListenConfig) listenUnix(ctx context.Context, network string, laddr *net.UnixAddr) (*UnixListener, error) {
 	sotype := sockStream
-	if network == "unixpacket" {
+	switch network {
+	case "unixpacket":
 		sotype = sockSeqpacket
+	case "unixgram":
+		// As net: a listener on a bound datagram socket, whose Accept
+		// fails with EOPNOTSUPP.
+		sotype = sockDgram
 	}
 	fd, err := socket(ctx, network, unix.AF_UNIX, sotype, 0, false, laddr, nil, lc.socketConfig())
 	if err != nil {

@@ -141,17 +141,22 @@ func (fd *netFD) control(ctx context.Context, cfg socketConfig, addr net.Addr) e
 
 func (fd *netFD) addr(sa unix.Sockaddr) net.Addr { return sockaddrToAddr(fd.sotype, fd.net, sa) }
 
-// listenStream: SO_REUSEADDR (IP only), Control, bind, listen.
+// listenStream: SO_REUSEADDR (on every stream listener, Unix ones
+// included, as net's setDefaultListenerSockopts), Control, bind, listen.
 func (fd *netFD) listenStream(ctx context.Context, laddr net.Addr, cfg socketConfig) error {
 	s := fd.pfd.sysfd
-	if fd.family == unix.AF_INET || fd.family == unix.AF_INET6 {
-		if err := unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
-			return os.NewSyscallError("setsockopt", err)
-		}
+	if err := unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
+		return os.NewSyscallError("setsockopt", err)
 	}
 	lsa, err := addrToSockaddr(fd.family, laddr)
 	if err != nil {
 		return err
+	}
+	if lsa == nil && fd.family == unix.AF_UNIX {
+		// An empty name: net binds it anyway, so the kernel autobinds
+		// an abstract name ("@1a2b3"); listen(2) on an unbound Unix
+		// socket would fail with EINVAL.
+		lsa = &unix.SockaddrUnix{}
 	}
 	if err := fd.control(ctx, cfg, laddr); err != nil {
 		return err
@@ -179,6 +184,9 @@ func (fd *netFD) listenDatagram(ctx context.Context, laddr net.Addr, cfg socketC
 	lsa, err := addrToSockaddr(fd.family, laddr)
 	if err != nil {
 		return err
+	}
+	if lsa == nil && fd.family == unix.AF_UNIX {
+		lsa = &unix.SockaddrUnix{} // autobind, as listenStream
 	}
 	if err := fd.control(ctx, cfg, laddr); err != nil {
 		return err

@@ -18,7 +18,9 @@ import (
 func sockaddrToAddr(sotype int, network string, sa unix.Sockaddr) net.Addr {
 	switch sa := sa.(type) {
 	case *unix.SockaddrInet4:
-		ip := net.IP(append([]byte(nil), sa.Addr[:]...)).To16()
+		// Four bytes, as net's sockaddrToTCP: a 16-byte form would
+		// make AddrPort() report "[::ffff:127.0.0.1]:port".
+		ip := net.IP(append([]byte(nil), sa.Addr[:]...))
 		if sotype == unix.SOCK_DGRAM {
 			return &net.UDPAddr{IP: ip, Port: sa.Port}
 		}

@@ -1,0 +1,267 @@
+//go:build linux
+
+package gatenet_test
+
+// FileConn/FileListener, Unix socket files and abstract names.
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/gatenet/gatenet"
+	"github.com/gatenet/gatenet/internal/testutil"
+)
+
+// TestSockFileRoundTrip: a net listener's File becomes a gatenet
+// listener; a gatenet conn's File becomes a gatenet conn; data passes
+// through the copies, and each copy closes independently of its original.
+func TestSockFileRoundTrip(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	for _, network := range []string{"tcp", "unix"} {
+		t.Run(network, func(t *testing.T) {
+			testutil.CheckLeaks(t)
+			nln, err := net.Listen(network, sockAddress(t, network))
+			require.NoError(t, err)
+			defer nln.Close()
+			lf, err := nln.(sockListener).File()
+			require.NoError(t, err)
+			gln, err := gatenet.FileListener(lf)
+			require.NoError(t, err)
+			require.NoError(t, lf.Close(), "the File is independent of the listener made from it")
+			defer gln.Close()
+			require.Equal(t, nln.Addr().String(), gln.Addr().String())
+			require.IsType(t, nln.Addr(), gln.Addr())
+
+			// Accept on the gatenet copy of net's listening socket.
+			ch := make(chan sockAcceptResult, 1)
+			go func() {
+				c, err := gln.Accept()
+				ch <- sockAcceptResult{c, err}
+			}()
+			c, err := gatenet.Dial(network, nln.Addr().String())
+			require.NoError(t, err)
+			defer c.Close()
+			a := <-ch
+			require.NoError(t, a.err)
+			srv := a.c
+			defer srv.Close()
+
+			// A gatenet conn → File → FileConn, and data both ways.
+			f, err := c.(sockConn).File()
+			require.NoError(t, err)
+			fc, err := gatenet.FileConn(f)
+			require.NoError(t, err)
+			defer fc.Close()
+			require.Equal(t, c.LocalAddr().String(), fc.LocalAddr().String())
+			require.Equal(t, c.RemoteAddr().String(), fc.RemoteAddr().String())
+			if network == "tcp" {
+				require.IsType(t, &gatenet.TCPConn{}, fc)
+				require.Equal(t, sockKeepAlive{1, 15, 15, 9}, sockKeepAliveOf(t, fc), "FileConn TCP gets net's 15 s keep-alive")
+				require.Equal(t, 1, sockOpt(t, fc, unix.IPPROTO_TCP, unix.TCP_NODELAY))
+			} else {
+				require.IsType(t, &gatenet.UnixConn{}, fc)
+			}
+			nb, cloexec := sockFlags(t, fc)
+			require.True(t, nb && cloexec)
+
+			_, err = fc.Write([]byte("via-copy"))
+			require.NoError(t, err)
+			buf := make([]byte, 8)
+			_, err = io.ReadFull(srv, buf)
+			require.NoError(t, err)
+			require.Equal(t, "via-copy", string(buf))
+
+			// Closing the File and the original leaves the FileConn working.
+			require.NoError(t, f.Close())
+			require.NoError(t, c.Close())
+			_, err = srv.Write([]byte("back"))
+			require.NoError(t, err)
+			_, err = io.ReadFull(fc, buf[:4])
+			require.NoError(t, err)
+			require.Equal(t, "back", string(buf[:4]))
+			require.NoError(t, fc.Close())
+
+			// The net listener still works after its gatenet copy closes.
+			require.NoError(t, gln.Close())
+			go func() {
+				c, err := nln.Accept()
+				ch <- sockAcceptResult{c, err}
+			}()
+			c2, err := net.Dial(network, nln.Addr().String())
+			require.NoError(t, err)
+			defer c2.Close()
+			a = <-ch
+			require.NoError(t, a.err)
+			a.c.Close()
+		})
+	}
+}
+
+// TestSockParityFileErrors: FileConn and FileListener of a non-socket.
+func TestSockParityFileErrors(t *testing.T) {
+	testutil.Watchdog(t, 2*time.Minute)
+	testutil.CheckLeaks(t)
+	type obs struct{ Conn, Listener sockErrObs }
+	sockParity(t, func(t *testing.T, s sockStack) obs {
+		r, w, err := os.Pipe()
+		require.NoError(t, err)
+		defer r.Close()
+		defer w.Close()
+		c, err := s.FileConn(r)
+		require.Nil(t, c)
+		var o obs
+		o.Conn = sockObserve(err, nil)
+		ln, err := s.FileListener(r)
+		require.Nil(t, ln)
+		o.Listener = sockObserve(err, nil)
+		return o
+	}, func(t *testing.T, s sockStack, o obs) {
+		require.Equal(t, "file", o.Conn.Op)
+		require.Equal(t, "file+net", o.Conn.Net)
+		require.Equal(t, "ENOTSOCK", o.Conn.Errno)
+	})
+}
+
+// TestSockParityUnixUnlink: Close removes the socket file of a listener
+// that created it, not that of a FileListener, unless SetUnlinkOnClose.
+func TestSockParityUnixUnlink(t *testing.T) {
+	testutil.Watchdog(t, 2*time.Minute)
+	testutil.CheckLeaks(t)
+	type obs struct{ Listen, FileListener, FileListenerUnlink, SetFalse bool }
+	exists := func(path string) bool {
+		_, err := os.Stat(path)
+		return err == nil
+	}
+	type unlinker interface{ SetUnlinkOnClose(bool) }
+	sockParity(t, func(t *testing.T, s sockStack) obs {
+		var o obs
+		listen := func() (net.Listener, string) {
+			path := sockAddress(t, "unix")
+			ln, err := s.Listen("unix", path)
+			require.NoError(t, err)
+			require.True(t, exists(path))
+			return ln, path
+		}
+		fileListener := func(ln net.Listener) net.Listener {
+			f, err := ln.(sockListener).File()
+			require.NoError(t, err)
+			defer f.Close()
+			fl, err := s.FileListener(f)
+			require.NoError(t, err)
+			return fl
+		}
+
+		ln, path := listen()
+		require.NoError(t, ln.Close())
+		o.Listen = exists(path)
+
+		ln, path = listen()
+		fl := fileListener(ln)
+		require.NoError(t, fl.Close())
+		o.FileListener = exists(path)
+		fl = fileListener(ln)
+		fl.(unlinker).SetUnlinkOnClose(true)
+		require.NoError(t, fl.Close())
+		o.FileListenerUnlink = exists(path)
+		require.NoError(t, ln.Close())
+
+		ln, path = listen()
+		ln.(unlinker).SetUnlinkOnClose(false)
+		require.NoError(t, ln.Close())
+		o.SetFalse = exists(path)
+		return o
+	}, func(t *testing.T, s sockStack, o obs) {
+		require.Equal(t, obs{Listen: false, FileListener: true, FileListenerUnlink: false, SetFalse: true}, o)
+	})
+}
+
+// TestSockParityAbstract: abstract names ("@…") listen, dial and accept,
+// and print as net prints them; an empty name autobinds one.
+func TestSockParityAbstract(t *testing.T) {
+	testutil.Watchdog(t, 2*time.Minute)
+	testutil.CheckLeaks(t)
+	type obs struct {
+		Listener, Client, ClientPeer, Server, ServerPeer string
+		Data                                             string
+		Autobound                                        string // Listen("unix", "")'s name, digits masked
+		AutoboundDial                                    bool   // and a dial to it works
+	}
+	sockParity(t, func(t *testing.T, s sockStack) obs {
+		name := fmt.Sprintf("@gatenet-test-%016x", rand.Uint64())
+		ln, err := s.Listen("unix", name)
+		require.NoError(t, err)
+		defer ln.Close()
+		names := &sockNames{}
+		names.add(&net.UnixAddr{Name: name, Net: "unix"}, "@<name>")
+		c, srv := sockConnect(t, s, ln, sockDialOpts{})
+		_, err = c.Write([]byte("abs"))
+		require.NoError(t, err)
+		buf := make([]byte, 3)
+		_, err = io.ReadFull(srv, buf)
+		require.NoError(t, err)
+		o := obs{
+			Listener: names.addr(ln.Addr()), Client: names.addr(c.LocalAddr()), ClientPeer: names.addr(c.RemoteAddr()),
+			Server: names.addr(srv.LocalAddr()), ServerPeer: names.addr(srv.RemoteAddr()), Data: string(buf),
+		}
+		require.Equal(t, name, ln.Addr().String())
+
+		auto, err := s.Listen("unix", "")
+		require.NoError(t, err)
+		defer auto.Close()
+		a := auto.Addr().String()
+		o.Autobound = a[:1] + fmt.Sprintf("<%d chars>", len(a)-1)
+		ac, _ := sockConnect(t, s, auto, sockDialOpts{})
+		o.AutoboundDial = ac.RemoteAddr().String() == a
+		return o
+	}, func(t *testing.T, s sockStack, o obs) {
+		require.Equal(t, "*net.UnixAddr @<name>", o.Listener)
+		require.Equal(t, "*net.UnixAddr @", o.Client)
+		require.Equal(t, "abs", o.Data)
+		require.Equal(t, "@<5 chars>", o.Autobound)
+		require.True(t, o.AutoboundDial)
+	})
+}
+
+// TestSockParityListenUnixgram: net.Listen("unixgram", path) gives a
+// listener on a bound datagram socket whose Accept fails.
+func TestSockParityListenUnixgram(t *testing.T) {
+	testutil.Watchdog(t, 2*time.Minute)
+	testutil.CheckLeaks(t)
+	type obs struct {
+		Addr   string
+		Accept sockErrObs
+	}
+	for _, named := range []bool{true, false} {
+		t.Run(fmt.Sprintf("named=%v", named), func(t *testing.T) {
+			sockParity(t, func(t *testing.T, s sockStack) obs {
+				path := ""
+				if named {
+					path = sockAddress(t, "unix")
+				}
+				ln, err := s.Listen("unixgram", path)
+				require.NoError(t, err)
+				defer ln.Close()
+				names := &sockNames{}
+				names.add(ln.Addr(), "<L>")
+				_, err = ln.Accept()
+				o := obs{Addr: names.addr(ln.Addr()), Accept: sockObserve(err, names)}
+				if !named {
+					a := ln.Addr().String() // autobound: "@" and 5 hex digits
+					o.Addr += fmt.Sprintf(" (%s, %d chars)", a[:1], len(a))
+				}
+				return o
+			}, func(t *testing.T, s sockStack, o obs) {
+				require.Equal(t, "ENOTSUP", o.Accept.Errno) // alias EOPNOTSUPP
+			})
+		})
+	}
+}

@@ -1,0 +1,86 @@
+//go:build linux
+
+package gatenet_test
+
+// golang.org/x/net/nettest.TestConn over gatenet's stream sockets: TCP on
+// 127.0.0.1 and [::1], and Unix stream sockets, each both ways round (the
+// dialed conn as c1, and the accepted conn as c1).
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	"golang.org/x/net/nettest"
+
+	"github.com/gatenet/gatenet"
+	"github.com/gatenet/gatenet/internal/testutil"
+)
+
+// sockNettestPipe is a nettest.MakePipe: a gatenet listener on address,
+// one gatenet Dial and one Accept; the listener is closed before it
+// returns. acceptedFirst makes the accepted conn c1.
+func sockNettestPipe(network, address string, acceptedFirst bool) nettest.MakePipe {
+	return func() (c1, c2 net.Conn, stop func(), err error) {
+		ln, err := gatenet.Listen(network, address)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		defer ln.Close()
+		type accepted struct {
+			c   net.Conn
+			err error
+		}
+		ch := make(chan accepted, 1)
+		go func() {
+			c, err := ln.Accept()
+			ch <- accepted{c, err}
+		}()
+		dialed, err := gatenet.Dial(ln.Addr().Network(), ln.Addr().String())
+		if err != nil {
+			ln.Close() // unblocks the Accept
+			if a := <-ch; a.c != nil {
+				a.c.Close()
+			}
+			return nil, nil, nil, err
+		}
+		a := <-ch
+		if a.err != nil {
+			dialed.Close()
+			return nil, nil, nil, a.err
+		}
+		c1, c2 = dialed, a.c
+		if acceptedFirst {
+			c1, c2 = c2, c1
+		}
+		return c1, c2, func() { c1.Close(); c2.Close() }, nil
+	}
+}
+
+func TestSockNettest(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 5*time.Minute)
+	for _, tc := range []struct{ name, network, address string }{
+		{"tcp4", "tcp4", "127.0.0.1:0"},
+		{"tcp6", "tcp6", "[::1]:0"},
+		{"unix", "unix", ""}, // a path in t.TempDir()
+	} {
+		for _, acceptedFirst := range []bool{false, true} {
+			name := tc.name + "/dialed-c1"
+			if acceptedFirst {
+				name = tc.name + "/accepted-c1"
+			}
+			t.Run(name, func(t *testing.T) {
+				if tc.network == "tcp6" && !nettest.SupportsIPv6() {
+					t.Skip("IPv6 loopback ([::1]) is not available on this machine")
+				}
+				testutil.CheckLeaks(t)
+				address := tc.address
+				if tc.network == "unix" {
+					address = t.TempDir() + "/s"
+				}
+				nettest.TestConn(t, sockNettestPipe(tc.network, address, acceptedFirst))
+			})
+		}
+	}
+}
