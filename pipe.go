@@ -32,7 +32,13 @@ type File struct {
 	// nonblock: gatenet set O_NONBLOCK itself, so Fd restores blocking mode
 	// (as *os.File does for the descriptors it made non-blocking).
 	nonblock bool
+	// appendMode: opened with O_APPEND, so WriteAt is refused, as by os.
+	appendMode bool
 }
+
+// errWriteAtInAppendMode is os's error (same text) for WriteAt on a file
+// opened with O_APPEND, where pwrite(2) would ignore the offset.
+var errWriteAtInAppendMode = errors.New("os: invalid use of WriteAt on file opened with O_APPEND")
 
 // Pipe returns a connected pair of Files: reads from r return bytes written
 // to w. It wraps pipe2(2) with O_CLOEXEC|O_NONBLOCK and mirrors os.Pipe,
@@ -63,13 +69,17 @@ func NewFile(fd uintptr, name string) *File {
 	if err != nil {
 		return newFileMode(pollfd.Default(), sysfd, name, false, false) // not open: fails like os
 	}
-	if flags&unix.O_NONBLOCK != 0 {
-		return newFile(pollfd.Default(), sysfd, name, false)
+	var f *File
+	switch {
+	case flags&unix.O_NONBLOCK != 0:
+		f = newFile(pollfd.Default(), sysfd, name, false)
+	case unix.SetNonblock(sysfd, true) != nil:
+		f = newFileMode(pollfd.Default(), sysfd, name, false, false)
+	default:
+		f = newFile(pollfd.Default(), sysfd, name, true)
 	}
-	if err := unix.SetNonblock(sysfd, true); err != nil {
-		return newFileMode(pollfd.Default(), sysfd, name, false, false)
-	}
-	return newFile(pollfd.Default(), sysfd, name, true)
+	f.appendMode = flags&unix.O_APPEND != 0 // as os.NewFile
+	return f
 }
 
 // OpenFile opens the named file, as os.OpenFile, for FIFOs, ttys and
@@ -89,14 +99,16 @@ func OpenFile(name string, flag int, perm os.FileMode) (*File, error) {
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
-	if flag&unix.O_NONBLOCK != 0 {
-		return newFile(pollfd.Default(), sysfd, name, false), nil
+	weSetNonblock := flag&unix.O_NONBLOCK == 0
+	if weSetNonblock {
+		if err := unix.SetNonblock(sysfd, true); err != nil {
+			unix.Close(sysfd)
+			return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+		}
 	}
-	if err := unix.SetNonblock(sysfd, true); err != nil {
-		unix.Close(sysfd)
-		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
-	}
-	return newFile(pollfd.Default(), sysfd, name, true), nil
+	f := newFile(pollfd.Default(), sysfd, name, weSetNonblock)
+	f.appendMode = flag&unix.O_APPEND != 0 // as os.OpenFile
+	return f, nil
 }
 
 // newFile registers sysfd with the default poller. If we made it
@@ -201,16 +213,29 @@ func (f *File) ReadAt(b []byte, off int64) (n int, err error) {
 	return n, err
 }
 
-// WriteAt writes b at offset off (pwrite(2)), as *os.File.
-func (f *File) WriteAt(b []byte, off int64) (int, error) {
+// WriteAt writes b at offset off (pwrite(2)), as *os.File: it is refused
+// on a file opened with O_APPEND, and an empty b makes no syscall.
+func (f *File) WriteAt(b []byte, off int64) (n int, err error) {
 	if err := f.checkValid("write"); err != nil {
 		return 0, err
+	}
+	if f.appendMode {
+		return 0, errWriteAtInAppendMode
 	}
 	if off < 0 {
 		return 0, &fs.PathError{Op: "writeat", Path: f.name, Err: errors.New("negative offset")}
 	}
-	n, err := f.fd.Pwrite(b, off)
-	return n, f.wrapErr("write", err)
+	for len(b) > 0 {
+		m, e := f.fd.Pwrite(b, off)
+		if e != nil {
+			err = f.wrapErr("write", e)
+			break
+		}
+		n += m
+		b = b[m:]
+		off += int64(m)
+	}
+	return n, err
 }
 
 // Close closes the File. Blocked reads and writes return os.ErrClosed; a
