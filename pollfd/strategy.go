@@ -30,23 +30,26 @@ package pollfd
 // calls on one epoll fd are safe: each event goes to exactly one caller,
 // which delivers it, so nothing is lost whoever takes it.
 //
-// The default is dedicated + harvest, chosen by measurement: cmd/pipebench,
-// pipe ping-pong against os.Pipe, medians of 5 alternating rounds on the
-// 2-core reference machine (round trips/s as a ratio of os.Pipe's; CPU per
-// round trip in brackets):
+// The default is nested + harvest, chosen by measurement: cmd/pipebench
+// (pipe ping-pong against os.Pipe) and cmd/sockbench (64-byte TCP
+// ping-pong against net), medians of 5 alternating rounds, each in a fresh
+// process, on the quiet 2-core reference machine. Throughput as a ratio of
+// the standard library's (CPU per round trip in brackets):
 //
-//	                    1 B           4 KiB
-//	dedicated           0.12 (6.9×)   0.13 (6.4×)
-//	dedicated+harvest   0.82 (1.3×)   0.75 (1.5×)
-//	nested              0.63 (1.6×)   0.52 (2.0×)
-//	nested+harvest      0.67 (1.7×)   0.63 (1.8×)
+//	                    pipe 1 B      pipe 4 KiB    TCP 64 B
+//	dedicated           0.12 (7.5×)   0.13 (6.4×)   0.27 (3.5×)
+//	dedicated+harvest   0.63 (1.9×)   0.58 (2.2×)   0.67 (1.8×)
+//	nested              0.57 (1.8×)   0.57 (1.8×)   0.65 (1.8×)
+//	nested+harvest      0.75 (1.5×)   0.70 (1.6×)   0.75 (1.5×)
 //
-// With harvesting, most events are taken by a waiter about to park; what
-// remains is the cost of whoever else sees each event. The dedicated thread
-// sees it in the kernel (epoll_wait(-1) wakes, finds the list emptied by
-// the harvester and sleeps again, with no Go code run), whereas the nested
-// drain goroutine is readied by the runtime for every event and runs an
-// epoll_wait(…, 0) that mostly finds nothing: a goroutine switch per event.
+// With harvesting, most events are taken by a waiter about to park, on its
+// own thread. The dedicated thread, always blocked in epoll_wait(-1), makes
+// the kernel wake it (a cross-CPU wake-up inside the writer's system call)
+// for every event, and when it wins the race for the event the waiter is
+// readied from another thread. Nested leaves the epoll fd to the runtime's
+// poller, which the scheduler consults on the thread that is going idle.
+// (Under load from other processes the two harvest forms come closer and
+// their order can flip; the figures above are from a quiet machine.)
 
 import (
 	"fmt"
@@ -86,8 +89,8 @@ type Options struct {
 }
 
 // DefaultOptions returns what Default uses unless GATENET_POLLER says
-// otherwise: Dedicated with Harvest (see the measurements above).
-func DefaultOptions() Options { return Options{Strategy: Dedicated, Harvest: true} }
+// otherwise: Nested with Harvest (see the measurements above).
+func DefaultOptions() Options { return Options{Strategy: Nested, Harvest: true} }
 
 // String gives the form ParseOptions reads: "nested", "dedicated",
 // "nested+harvest", "dedicated+harvest".
