@@ -3,6 +3,7 @@
 package gatenet
 
 import (
+	"context"
 	"io"
 	"os"
 	"runtime"
@@ -188,6 +189,17 @@ func (fd *descriptor) wait(mode pollfd.Mode) error {
 	return convertPollErr(fd.pd.Wait(mode), fd.isFile)
 }
 
+// waitContext is wait that also ends when ctx is done; nil ctx is wait.
+func (fd *descriptor) waitContext(ctx context.Context, mode pollfd.Mode) error {
+	if ctx == nil {
+		return fd.wait(mode)
+	}
+	if fd.pd == nil {
+		return errWaitUnsupported
+	}
+	return convertPollErr(fd.pd.WaitContext(ctx, mode), fd.isFile)
+}
+
 // eofError turns a 0-byte read into io.EOF where that means end of file.
 func (fd *descriptor) eofError(n int, err error) error {
 	if n == 0 && err == nil && fd.zeroReadIsEOF {
@@ -199,7 +211,11 @@ func (fd *descriptor) eofError(n int, err error) error {
 // Read wraps read(2). It mirrors internal/poll's FD.Read: a zero-length
 // read returns (0, nil) without a syscall or deadline check; one read(2)
 // per call, so short reads are normal; io.EOF bare.
-func (fd *descriptor) Read(p []byte) (int, error) {
+func (fd *descriptor) Read(p []byte) (int, error) { return fd.ReadContext(nil, p) }
+
+// ReadContext is Read whose wait for data also ends when ctx is done (nil
+// ctx: never), with ctx's error; the descriptor stays usable.
+func (fd *descriptor) ReadContext(ctx context.Context, p []byte) (int, error) {
 	if err := fd.readLock(); err != nil {
 		return 0, err
 	}
@@ -218,7 +234,7 @@ func (fd *descriptor) Read(p []byte) (int, error) {
 		if err != nil {
 			n = 0
 			if err == unix.EAGAIN && fd.pollable() {
-				if err = fd.wait(pollfd.ModeRead); err == nil {
+				if err = fd.waitContext(ctx, pollfd.ModeRead); err == nil {
 					continue
 				}
 			}
@@ -230,7 +246,11 @@ func (fd *descriptor) Read(p []byte) (int, error) {
 // Write wraps write(2), looping until all of p is written, as
 // internal/poll's FD.Write does. A zero-length Write still checks the
 // deadline and calls write(2). On error the count written so far is kept.
-func (fd *descriptor) Write(p []byte) (int, error) {
+func (fd *descriptor) Write(p []byte) (int, error) { return fd.WriteContext(nil, p) }
+
+// WriteContext is Write whose waits for space also end when ctx is done
+// (nil ctx: never), returning the count written so far with ctx's error.
+func (fd *descriptor) WriteContext(ctx context.Context, p []byte) (int, error) {
 	if err := fd.writeLock(); err != nil {
 		return 0, err
 	}
@@ -256,7 +276,7 @@ func (fd *descriptor) Write(p []byte) (int, error) {
 			return nn, err
 		}
 		if err == unix.EAGAIN && fd.pollable() {
-			if err = fd.wait(pollfd.ModeWrite); err == nil {
+			if err = fd.waitContext(ctx, pollfd.ModeWrite); err == nil {
 				continue
 			}
 		}
@@ -328,7 +348,11 @@ func (fd *descriptor) Pwrite(p []byte, off int64) (int, error) {
 // lock it accepts until EAGAIN before it waits (one edge may announce many
 // connections); ECONNABORTED is retried silently, as internal/poll does.
 // The returned string names the failed syscall for wrapping.
-func (fd *descriptor) Accept() (int, unix.Sockaddr, string, error) {
+func (fd *descriptor) Accept() (int, unix.Sockaddr, string, error) { return fd.AcceptContext(nil) }
+
+// AcceptContext is Accept whose wait also ends when ctx is done (nil ctx:
+// never), with ctx's error.
+func (fd *descriptor) AcceptContext(ctx context.Context) (int, unix.Sockaddr, string, error) {
 	if err := fd.readLock(); err != nil {
 		return -1, nil, "", err
 	}
@@ -346,7 +370,7 @@ func (fd *descriptor) Accept() (int, unix.Sockaddr, string, error) {
 			continue
 		case unix.EAGAIN:
 			if fd.pollable() {
-				if err = fd.wait(pollfd.ModeRead); err == nil {
+				if err = fd.waitContext(ctx, pollfd.ModeRead); err == nil {
 					continue
 				}
 				return -1, nil, "", err

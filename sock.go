@@ -324,14 +324,11 @@ func (fd *netFD) shutdown(how int) error {
 
 // accept takes one connection and wraps it as a socket of the listener's
 // kind on the listener's poller.
-func (fd *netFD) accept() (*netFD, error) {
-	s, rsa, call, err := fd.pfd.Accept()
-	if err != nil {
-		if call != "" {
-			err = os.NewSyscallError(call, err)
-		}
-		return nil, err
-	}
+func (fd *netFD) accept() (*netFD, error) { return fd.acceptContext(nil) }
+
+// newAccepted wraps an accepted socket as one of the listener's kind, on
+// the listener's poller.
+func (fd *netFD) newAccepted(s int, rsa unix.Sockaddr) (*netFD, error) {
 	nfd, err := newNetFD(s, fd.family, fd.sotype, fd.net, fd.pfd.pd.Poller())
 	if err != nil {
 		return nil, err

@@ -26,6 +26,10 @@ package pollfd
 //
 //	Prepare      closing → ErrClosing; expired → ErrTimeout; read && eventErr
 //	             → ErrNotPollable; otherwise ready = false.
+//	WaitContext  Wait, but a done context withdraws a parked waiter: under
+//	             mu, waiting still set → clear it, return ctx.Err();
+//	             already cleared → the token is in wake: take it, and
+//	             report the readiness or error it brought.
 //	Wait         the same error checks as Prepare (an error beats a Ready
 //	             left from before, as in the runtime's pollWait); then, and
 //	             after every wake: ready → consume it, return nil (Ready is
@@ -65,6 +69,7 @@ package pollfd
 // The wake path allocates nothing: wake is created once with the Desc.
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"time"
@@ -187,7 +192,32 @@ func (d *Desc) Prepare(mode Mode) error {
 // otherwise an edge that arrived since Prepare is consumed first and Wait
 // returns at once. It mirrors the runtime's pollWait, including re-parking
 // after a wake that found neither readiness nor an error.
-func (d *Desc) Wait(mode Mode) error {
+func (d *Desc) Wait(mode Mode) error { return d.wait(mode, nil) }
+
+// WaitContext is Wait that also returns when ctx is done, with ctx's
+// error. It starts no goroutine and no timer, and it leaves the deadlines
+// alone: the descriptor stays usable. A context already done when
+// WaitContext is called returns its error without waiting.
+func (d *Desc) WaitContext(ctx context.Context, mode Mode) error {
+	done := ctx.Done()
+	if done != nil {
+		select {
+		case <-done:
+			return ctx.Err()
+		default:
+		}
+	}
+	if err := d.wait(mode, done); err != errDone {
+		return err
+	}
+	return ctx.Err()
+}
+
+// errDone reports that wait's done channel closed.
+var errDone = errors.New("pollfd: wait abandoned")
+
+// wait is Wait, abandoned (errDone) when done closes; nil done never does.
+func (d *Desc) wait(mode Mode, done <-chan struct{}) error {
 	g := d.gate(mode)
 	if g == nil {
 		return ErrInvalidMode
@@ -224,8 +254,36 @@ func (d *Desc) Wait(mode Mode) error {
 		g.waiting = true
 		d.mu.Unlock()
 		p.stats.parks.Add(1)
-		<-g.wake
-		d.mu.Lock()
+		if done == nil {
+			<-g.wake
+			d.mu.Lock()
+			continue
+		}
+		select {
+		case <-g.wake:
+			d.mu.Lock()
+		case <-done:
+			d.mu.Lock()
+			if g.waiting {
+				// Nobody woke us: withdraw, and no token will come.
+				g.waiting = false
+				d.mu.Unlock()
+				return errDone
+			}
+			// A waker cleared waiting and sent the token under mu, which
+			// we now hold: take it, so the next park starts clean, and
+			// report what it brought.
+			<-g.wake
+			if g.ready {
+				continue // readiness wins over the cancellation
+			}
+			if err := d.check(mode, g); err != nil {
+				d.mu.Unlock()
+				return err
+			}
+			d.mu.Unlock()
+			return errDone
+		}
 	}
 }
 

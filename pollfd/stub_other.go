@@ -3,6 +3,7 @@
 package pollfd
 
 import (
+	"context"
 	"errors"
 	"time"
 )
@@ -45,16 +46,17 @@ type Poller struct{}
 
 type Desc struct{}
 
-func DefaultOptions() Options                     { return Options{} }
-func Default() *Poller                            { return &Poller{} }
-func New(Options) (*Poller, error)                { return nil, errors.ErrUnsupported }
-func (p *Poller) Open(int) (*Desc, error)         { return nil, errors.ErrUnsupported }
-func (p *Poller) Close() error                    { return nil }
-func (p *Poller) Stats() Stats                    { return Stats{} }
-func (p *Poller) IsPollDescriptor(int) bool       { return false }
-func IsPollDescriptor(int) bool                   { return false }
-func (d *Desc) Prepare(Mode) error                { return errors.ErrUnsupported }
-func (d *Desc) Wait(Mode) error                   { return errors.ErrUnsupported }
-func (d *Desc) SetDeadline(time.Time, Mode) error { return errors.ErrUnsupported }
-func (d *Desc) Unblock()                          {}
-func (d *Desc) Close() error                      { return errors.ErrUnsupported }
+func DefaultOptions() Options                           { return Options{} }
+func Default() *Poller                                  { return &Poller{} }
+func New(Options) (*Poller, error)                      { return nil, errors.ErrUnsupported }
+func (p *Poller) Open(int) (*Desc, error)               { return nil, errors.ErrUnsupported }
+func (p *Poller) Close() error                          { return nil }
+func (p *Poller) Stats() Stats                          { return Stats{} }
+func (p *Poller) IsPollDescriptor(int) bool             { return false }
+func IsPollDescriptor(int) bool                         { return false }
+func (d *Desc) Prepare(Mode) error                      { return errors.ErrUnsupported }
+func (d *Desc) Wait(Mode) error                         { return errors.ErrUnsupported }
+func (d *Desc) WaitContext(context.Context, Mode) error { return errors.ErrUnsupported }
+func (d *Desc) SetDeadline(time.Time, Mode) error       { return errors.ErrUnsupported }
+func (d *Desc) Unblock()                                {}
+func (d *Desc) Close() error                            { return errors.ErrUnsupported }

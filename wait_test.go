@@ -1,0 +1,255 @@
+//go:build linux
+
+package gatenet_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gatenet/gatenet"
+	"github.com/gatenet/gatenet/internal/testutil"
+)
+
+// The buffer-less and context-aware calls: WaitRead, WaitWrite,
+// ReadContext, WriteContext, AcceptContext.
+
+// waiter is what conns and Files share of the calls under test.
+type waiter interface {
+	io.ReadWriteCloser
+	WaitRead(context.Context) error
+	WaitWrite(context.Context) error
+	ReadContext(context.Context, []byte) (int, error)
+	WriteContext(context.Context, []byte) (int, error)
+	SetReadDeadline(time.Time) error
+}
+
+// waitPair gives a connected (reader, writer) pair of each kind.
+func waitPairs(t *testing.T) map[string]func(t *testing.T) (r waiter, w io.WriteCloser) {
+	return map[string]func(t *testing.T) (waiter, io.WriteCloser){
+		"tcp": func(t *testing.T) (waiter, io.WriteCloser) {
+			c, s := gatenetTCPPair(t)
+			return c, s
+		},
+		"pipe": func(t *testing.T) (waiter, io.WriteCloser) {
+			r, w, err := gatenet.Pipe()
+			require.NoError(t, err)
+			t.Cleanup(func() { r.Close(); w.Close() })
+			return r, w
+		},
+	}
+}
+
+// gatenetTCPPair is a connected gatenet TCP pair on 127.0.0.1, closed at the end.
+func gatenetTCPPair(t testing.TB) (client, server *gatenet.TCPConn) {
+	t.Helper()
+	ln, err := gatenet.Listen("tcp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	c, err := gatenet.Dial("tcp4", ln.Addr().String())
+	require.NoError(t, err)
+	s := <-accepted
+	require.NotNil(t, s)
+	t.Cleanup(func() { c.Close(); s.Close() })
+	return c.(*gatenet.TCPConn), s.(*gatenet.TCPConn)
+}
+
+func goWaitRead(ctx context.Context, w waiter) <-chan error {
+	ch := make(chan error, 1)
+	go func() { ch <- w.WaitRead(ctx) }()
+	return ch
+}
+
+// stillWaiting asserts nothing arrives for a while (a lower bound only).
+func stillWaiting(t *testing.T, ch <-chan error) {
+	t.Helper()
+	select {
+	case err := <-ch:
+		t.Fatalf("returned early: %v", err)
+	case <-time.After(30 * time.Millisecond):
+	}
+}
+
+func TestWaitRead(t *testing.T) {
+	for name, mk := range waitPairs(t) {
+		t.Run(name, func(t *testing.T) {
+			testutil.Watchdog(t, 2*time.Minute)
+			t.Run("Data", func(t *testing.T) {
+				testutil.CheckLeaks(t)
+				r, w := mk(t)
+				done := goWaitRead(context.Background(), r)
+				stillWaiting(t, done)
+				_, err := w.Write([]byte("abc"))
+				require.NoError(t, err)
+				require.NoError(t, <-done)
+				// Nothing consumed; and already-readable data returns at once.
+				require.NoError(t, r.WaitRead(context.Background()))
+				buf := make([]byte, 8)
+				n, err := r.Read(buf)
+				require.NoError(t, err)
+				require.Equal(t, "abc", string(buf[:n]))
+			})
+			t.Run("Canceled", func(t *testing.T) {
+				testutil.CheckLeaks(t)
+				r, w := mk(t)
+				ctx, cancel := context.WithCancel(context.Background())
+				done := goWaitRead(ctx, r)
+				stillWaiting(t, done)
+				cancel()
+				err := <-done
+				require.ErrorIs(t, err, context.Canceled)
+				// Still usable: data written later is read normally.
+				_, err = w.Write([]byte("x"))
+				require.NoError(t, err)
+				buf := make([]byte, 1)
+				_, err = r.Read(buf)
+				require.NoError(t, err)
+				// An already-cancelled context returns at once.
+				require.ErrorIs(t, r.WaitRead(ctx), context.Canceled)
+			})
+			t.Run("Deadline", func(t *testing.T) {
+				testutil.CheckLeaks(t)
+				r, _ := mk(t)
+				require.NoError(t, r.SetReadDeadline(time.Now().Add(20*time.Millisecond)))
+				err := r.WaitRead(context.Background())
+				require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+			})
+			t.Run("Close", func(t *testing.T) {
+				testutil.CheckLeaks(t)
+				r, _ := mk(t)
+				done := goWaitRead(context.Background(), r)
+				stillWaiting(t, done)
+				require.NoError(t, r.Close())
+				err := <-done
+				require.True(t, errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrClosed), "%v", err)
+			})
+			t.Run("PeerEOF", func(t *testing.T) {
+				testutil.CheckLeaks(t)
+				r, w := mk(t)
+				done := goWaitRead(context.Background(), r)
+				stillWaiting(t, done)
+				require.NoError(t, w.Close())
+				require.NoError(t, <-done)
+				n, err := r.Read(make([]byte, 4))
+				require.Equal(t, 0, n)
+				require.Equal(t, io.EOF, err)
+			})
+		})
+	}
+}
+
+func TestReadContext(t *testing.T) {
+	for name, mk := range waitPairs(t) {
+		t.Run(name, func(t *testing.T) {
+			testutil.CheckLeaks(t)
+			testutil.Watchdog(t, 2*time.Minute)
+			r, w := mk(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			type res struct {
+				n   int
+				err error
+			}
+			ch := make(chan res, 1)
+			buf := make([]byte, 8)
+			go func() {
+				n, err := r.ReadContext(ctx, buf)
+				ch <- res{n, err}
+			}()
+			time.Sleep(20 * time.Millisecond)
+			cancel()
+			got := <-ch
+			require.Equal(t, 0, got.n)
+			require.ErrorIs(t, got.err, context.Canceled)
+			if name == "tcp" {
+				var op *net.OpError
+				require.True(t, errors.As(got.err, &op), "%T", got.err)
+				require.Equal(t, "read", op.Op)
+			}
+			// The next Read gets data that arrives later.
+			_, err := w.Write([]byte("later"))
+			require.NoError(t, err)
+			n, err := r.Read(buf)
+			require.NoError(t, err)
+			require.Equal(t, "later", string(buf[:n]))
+			// Deadlines set before still behave: an expired one wins.
+			require.NoError(t, r.SetReadDeadline(time.Now().Add(-time.Second)))
+			_, err = r.ReadContext(context.Background(), buf)
+			require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+			require.NoError(t, r.SetReadDeadline(time.Time{}))
+			// A context deadline ends the wait with DeadlineExceeded.
+			dctx, dcancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+			defer dcancel()
+			_, err = r.ReadContext(dctx, buf)
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+		})
+	}
+}
+
+func TestWriteContext(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	r, w, err := gatenet.Pipe()
+	require.NoError(t, err)
+	defer r.Close()
+	defer w.Close()
+	// Fill the pipe, then a WriteContext parks until cancelled and reports
+	// what it wrote.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	n, err := w.WriteContext(ctx, make([]byte, 1<<20))
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Greater(t, n, 0)
+	require.Less(t, n, 1<<20)
+	// WaitWrite parks while full and returns once the reader drains.
+	done := make(chan error, 1)
+	go func() { done <- w.WaitWrite(context.Background()) }()
+	go io.CopyN(io.Discard, r, int64(n))
+	require.NoError(t, <-done)
+}
+
+func TestAcceptContext(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	ln, err := gatenet.Listen("tcp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	l := ln.(*gatenet.TCPListener)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+	_, err = l.AcceptContext(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+	var op *net.OpError
+	require.True(t, errors.As(err, &op))
+	require.Equal(t, "accept", op.Op)
+	// The listener is still usable, and WaitRead sees a pending connection.
+	c, err := gatenet.Dial("tcp4", l.Addr().String())
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, l.WaitRead(context.Background()))
+	s, err := l.AcceptContext(context.Background())
+	require.NoError(t, err)
+	s.Close()
+}
+
+func TestWaitReadRegularFileAndNil(t *testing.T) {
+	testutil.CheckLeaks(t)
+	f, err := gatenet.OpenFile(t.TempDir()+"/f", os.O_RDWR|os.O_CREATE, 0o600)
+	require.NoError(t, err)
+	defer f.Close()
+	require.NoError(t, f.WaitRead(context.Background())) // always ready
+	require.NoError(t, f.WaitWrite(nil))                 //nolint:staticcheck // nil is Background
+	require.Equal(t, os.ErrInvalid, (*gatenet.File)(nil).WaitRead(context.Background()))
+	require.NoError(t, f.Close())
+	require.ErrorIs(t, f.WaitRead(context.Background()), os.ErrClosed)
+}
