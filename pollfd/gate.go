@@ -134,6 +134,7 @@ type Desc struct {
 	closed   bool
 	eventErr bool
 	rg, wg   gate
+	watch    watch // ReadyList membership (ready.go)
 }
 
 // Fd returns the descriptor number the Desc was opened for.
@@ -251,6 +252,9 @@ func (d *Desc) wait(mode Mode, done <-chan struct{}) error {
 			d.mu.Unlock()
 			return ErrDoubleWait
 		}
+		if g == &d.rg && d.watch.list != nil && !d.watch.queued {
+			d.watch.armed = true // a read hit EAGAIN: the next edge is news (ready.go)
+		}
 		g.waiting = true
 		d.mu.Unlock()
 		p.stats.parks.Add(1)
@@ -308,6 +312,9 @@ func (d *Desc) deliver(events uint32) {
 		d.rg.ready = true
 		if d.rg.wakeLocked() {
 			woke++
+			d.watch.armed = false // the parked reader owns this edge
+		} else {
+			d.reportLocked()
 		}
 	}
 	if events&writeEvents != 0 {
@@ -334,6 +341,7 @@ func (d *Desc) Unblock() {
 		return
 	}
 	d.closing = true
+	d.unwatchLocked()
 	for _, g := range [2]*gate{&d.rg, &d.wg} {
 		g.seq++
 		if g.timer != nil {

@@ -1,0 +1,280 @@
+//go:build linux
+
+package gatenet_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"io"
+	"math/rand"
+	"net"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gatenet/gatenet"
+	"github.com/gatenet/gatenet/internal/testutil"
+)
+
+// nextWithin is q.Next bounded by d (a hang detector, not a timing check).
+func nextWithin(q *gatenet.ReadyQueue, d time.Duration) (gatenet.Pollable, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	return q.Next(ctx)
+}
+
+func TestReadyQueueOncePerEdge(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	q := gatenet.NewReadyQueue()
+	defer q.Close()
+	c, s := gatenetTCPPair(t)
+	require.NoError(t, q.Add(s))
+
+	// Nothing readable: nothing reported.
+	_, err := nextWithin(q, 30*time.Millisecond)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+
+	// Two writes while unread: one report, then none until the worker is
+	// done with it.
+	_, err = c.Write([]byte("a"))
+	require.NoError(t, err)
+	got, err := nextWithin(q, time.Minute)
+	require.NoError(t, err)
+	require.Same(t, s, got)
+	_, err = c.Write([]byte("b"))
+	require.NoError(t, err)
+	_, err = nextWithin(q, 30*time.Millisecond)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "reported twice while held by a worker")
+
+	// The worker reads what is there and hands it back: still readable?
+	// No — so no report until new data.
+	buf := make([]byte, 8)
+	n, err := s.Read(buf)
+	require.NoError(t, err)
+	if n == 1 { // "a" and "b" may arrive as one read or two
+		_, err = s.Read(buf)
+		require.NoError(t, err)
+	}
+	require.NoError(t, q.Add(s))
+	_, err = nextWithin(q, 30*time.Millisecond)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	_, err = c.Write([]byte("c"))
+	require.NoError(t, err)
+	got, err = nextWithin(q, time.Minute)
+	require.NoError(t, err)
+	require.Same(t, s, got)
+
+	// Handed back unread: reported again at once.
+	require.NoError(t, q.Add(s))
+	got, err = nextWithin(q, time.Minute)
+	require.NoError(t, err)
+	require.Same(t, s, got)
+
+	// A worker whose Read parks (would block) re-arms it: the next data
+	// wakes that Read, not the queue; after the worker gives up on a
+	// deadline, new data goes to the queue.
+	_, err = s.Read(buf) // "c"
+	require.NoError(t, err)
+	require.NoError(t, s.SetReadDeadline(time.Now().Add(20*time.Millisecond)))
+	_, err = s.Read(buf)
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+	require.NoError(t, s.SetReadDeadline(time.Time{}))
+	_, err = c.Write([]byte("d"))
+	require.NoError(t, err)
+	got, err = nextWithin(q, time.Minute)
+	require.NoError(t, err)
+	require.Same(t, s, got)
+}
+
+func TestReadyQueueCloseAndRemove(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	q := gatenet.NewReadyQueue()
+	c1, s1 := gatenetTCPPair(t)
+	c2, s2 := gatenetTCPPair(t)
+	require.NoError(t, q.Add(s1))
+	require.NoError(t, q.Add(s2))
+
+	// s1 becomes readable and is queued, then closes: never reported.
+	_, err := c1.Write([]byte("x"))
+	require.NoError(t, err)
+	waitQueued(t, q, 1)
+	require.NoError(t, s1.Close())
+	// s2 removed: its data is not reported either.
+	q.Remove(s2)
+	_, err = c2.Write([]byte("y"))
+	require.NoError(t, err)
+	_, err = nextWithin(q, 50*time.Millisecond)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+
+	// Adding a closed conn fails; Close wakes Next with net.ErrClosed.
+	require.ErrorIs(t, q.Add(s1), net.ErrClosed)
+	done := make(chan error, 1)
+	go func() { _, err := q.Next(context.Background()); done <- err }()
+	require.NoError(t, q.Close())
+	require.ErrorIs(t, <-done, net.ErrClosed)
+}
+
+func waitQueued(t *testing.T, q *gatenet.ReadyQueue, n int) {
+	t.Helper()
+	for limit := time.Now().Add(time.Minute); q.Len() < n; {
+		require.True(t, time.Now().Before(limit), "never queued")
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestReadyQueueWorkers: many connections, one queue, a few workers; every
+// byte arrives, in order per connection.
+func TestReadyQueueWorkers(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 5*time.Minute)
+	conns, perConn := 1000, 1000 // 10^6 messages
+	if testing.Short() {
+		conns, perConn = 200, 200
+	}
+	const msgSize = 16
+	ln, err := gatenet.Listen("tcp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	q := gatenet.NewReadyQueue()
+	defer q.Close()
+
+	type stream struct {
+		got  int
+		hash [32]byte
+		h    interface {
+			io.Writer
+			Sum([]byte) []byte
+		}
+	}
+	var mu sync.Mutex
+	streams := map[gatenet.Pollable]*stream{}
+	accepted := make(chan struct{})
+	go func() {
+		defer close(accepted)
+		for i := 0; i < conns; i++ {
+			c, err := ln.Accept()
+			if err != nil {
+				t.Errorf("accept: %v", err)
+				return
+			}
+			p := c.(gatenet.Pollable)
+			mu.Lock()
+			streams[p] = &stream{h: sha256.New()}
+			mu.Unlock()
+			if err := q.Add(p); err != nil {
+				t.Errorf("add: %v", err)
+				return
+			}
+		}
+	}()
+
+	want := make([][32]byte, conns)
+	var clients sync.WaitGroup
+	clientConns := make([]net.Conn, conns)
+	for i := range conns {
+		c, err := gatenet.Dial("tcp4", ln.Addr().String())
+		require.NoError(t, err)
+		clientConns[i] = c
+	}
+	<-accepted
+	for i, c := range clientConns {
+		clients.Add(1)
+		go func() {
+			defer clients.Done()
+			defer c.Close()
+			rng := rand.New(rand.NewSource(int64(i)))
+			h := sha256.New()
+			msg := make([]byte, 0, 64*msgSize)
+			for sent := 0; sent < perConn; {
+				batch := min(1+rng.Intn(64), perConn-sent)
+				msg = msg[:0]
+				for j := 0; j < batch; j++ {
+					var m [msgSize]byte
+					binary.BigEndian.PutUint64(m[:], uint64(i))
+					binary.BigEndian.PutUint64(m[8:], uint64(sent+j))
+					msg = append(msg, m[:]...)
+				}
+				h.Write(msg)
+				if _, err := c.Write(msg); err != nil {
+					t.Errorf("client %d write: %v", i, err)
+					return
+				}
+				sent += batch
+			}
+			copy(want[i][:], h.Sum(nil))
+		}()
+	}
+
+	// Four workers: take a ready conn, read what is there, hand it back.
+	total := int64(conns * perConn * msgSize)
+	var received sync.WaitGroup
+	received.Add(conns)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var workers sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			buf := make([]byte, 4096)
+			for {
+				p, err := q.Next(ctx)
+				if err != nil {
+					return
+				}
+				c := p.(net.Conn)
+				n, err := c.Read(buf)
+				mu.Lock()
+				s := streams[p]
+				s.h.Write(buf[:n])
+				s.got += n
+				done := s.got == perConn*msgSize
+				if done {
+					copy(s.hash[:], s.h.Sum(nil))
+				}
+				mu.Unlock()
+				if done {
+					received.Done()
+					continue
+				}
+				if err != nil && !errors.Is(err, io.EOF) {
+					t.Errorf("worker read: %v", err)
+					return
+				}
+				if err := q.Add(p); err != nil {
+					t.Errorf("re-add: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	clients.Wait()
+	received.Wait()
+	cancel()
+	workers.Wait()
+
+	var sum int64
+	for p, s := range streams {
+		sum += int64(s.got)
+		p.Close()
+	}
+	require.Equal(t, total, sum)
+	// Match each server stream to its client by the id in its first message.
+	for _, s := range streams {
+		found := false
+		for i := range want {
+			if want[i] == s.hash {
+				found = true
+				break
+			}
+		}
+		require.True(t, found, "a stream's SHA-256 matches no client's")
+	}
+}
