@@ -73,7 +73,7 @@ func (d *Desc) SetDeadline(t time.Time, mode Mode) error {
 	}
 	d.mu.Unlock()
 	if woke > 0 {
-		d.poller.stats.wakeups.Add(uint64(woke))
+		d.shard.stats.wakeups.Add(uint64(woke))
 	}
 	return nil
 }
@@ -124,8 +124,8 @@ func (d *Desc) deadlineFired(g *gate) {
 	g.deadline = 0
 	woke := g.wakeLocked()
 	d.mu.Unlock()
-	d.poller.stats.timerFires.Add(1)
+	d.shard.stats.timerFires.Add(1)
 	if woke {
-		d.poller.stats.wakeups.Add(1)
+		d.shard.stats.wakeups.Add(1)
 	}
 }

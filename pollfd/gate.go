@@ -125,9 +125,9 @@ type gate struct {
 // Desc is one registered descriptor. The zero value is not usable; get one
 // from (*Poller).Open.
 type Desc struct {
-	poller *Poller
-	fd     int
-	token  uint64 // set by table.insert before publication; immutable
+	shard *shard
+	fd    int
+	token uint64 // set by table.insert before publication; immutable
 
 	mu       sync.Mutex
 	closing  bool
@@ -141,7 +141,7 @@ type Desc struct {
 func (d *Desc) Fd() int { return d.fd }
 
 // Poller returns the poller the descriptor is registered with.
-func (d *Desc) Poller() *Poller { return d.poller }
+func (d *Desc) Poller() *Poller { return d.shard.poller }
 
 func (d *Desc) gate(mode Mode) *gate {
 	switch mode {
@@ -223,7 +223,7 @@ func (d *Desc) wait(mode Mode, done <-chan struct{}) error {
 	if g == nil {
 		return ErrInvalidMode
 	}
-	p := d.poller
+	p := d.shard
 	if p.harvest {
 		// Before parking, collect whatever the kernel has ready, for this
 		// and other descriptors, on this thread: the scheduler then runs
@@ -325,7 +325,7 @@ func (d *Desc) deliver(events uint32) {
 	}
 	d.mu.Unlock()
 	if woke > 0 {
-		d.poller.stats.wakeups.Add(uint64(woke))
+		d.shard.stats.wakeups.Add(uint64(woke))
 	}
 }
 
@@ -353,7 +353,7 @@ func (d *Desc) Unblock() {
 	}
 	d.mu.Unlock()
 	if woke > 0 {
-		d.poller.stats.wakeups.Add(uint64(woke))
+		d.shard.stats.wakeups.Add(uint64(woke))
 	}
 }
 
@@ -377,7 +377,7 @@ func (d *Desc) Close() error {
 	}
 	d.closed = true
 	d.mu.Unlock()
-	p := d.poller
+	p := d.shard
 	// The errno is ignored as the runtime ignores netpollclose's: the fd may
 	// already be gone from the set (closed elsewhere, or a dup still open).
 	_ = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, d.fd, &unix.EpollEvent{})

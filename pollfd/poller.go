@@ -5,27 +5,31 @@ package pollfd
 import (
 	"errors"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
-
-	"golang.org/x/sys/unix"
 )
 
-// Poller is one epoll instance with its drain loop and token table.
+// Poller is gatenet's epoll poller: one or more shards (epoll instances,
+// each with its drain loop and token table) over which Open spreads
+// descriptors round-robin.
 type Poller struct {
-	opts    Options
-	harvest bool // Options.Harvest, read on every Wait
+	opts   Options
+	shards []*shard
+	next   atomic.Uint32
+	mu     sync.Mutex // serialises Close
+}
 
-	initOnce sync.Once
-	initErr  error
-
-	epfd   int
-	loop   drainLoop // strategy.go
-	table  table
-	stats  counters
-	closed atomic.Bool
-	inited atomic.Bool // init succeeded: epfd and loop are set
-	mu     sync.Mutex  // serialises Close
+func newPoller(opts Options) *Poller {
+	n := opts.Shards
+	if n <= 0 {
+		n = 1
+	}
+	p := &Poller{opts: opts, shards: make([]*shard, n)}
+	for i := range p.shards {
+		p.shards[i] = &shard{poller: p, harvest: opts.Harvest}
+	}
+	return p
 }
 
 // Stats is a snapshot of a poller's counters.
@@ -53,9 +57,38 @@ type counters struct {
 	harvests    atomic.Uint64
 }
 
-// Stats returns the poller's counters.
+// Stats returns the poller's counters, summed over its shards.
 func (p *Poller) Stats() Stats {
-	c := &p.stats
+	var t Stats
+	for _, s := range p.shards {
+		t.add(s.snapshot())
+	}
+	return t
+}
+
+// ShardStats returns each shard's counters.
+func (p *Poller) ShardStats() []Stats {
+	out := make([]Stats, len(p.shards))
+	for i, s := range p.shards {
+		out[i] = s.snapshot()
+	}
+	return out
+}
+
+func (t *Stats) add(s Stats) {
+	t.Registered += s.Registered
+	t.EpollWaits += s.EpollWaits
+	t.Events += s.Events
+	t.StaleEvents += s.StaleEvents
+	t.Wakeups += s.Wakeups
+	t.Parks += s.Parks
+	t.EINTR += s.EINTR
+	t.TimerFires += s.TimerFires
+	t.Harvests += s.Harvests
+}
+
+func (s *shard) snapshot() Stats {
+	c := &s.stats
 	return Stats{
 		Registered:  c.registered.Load(),
 		EpollWaits:  c.epollWaits.Load(),
@@ -76,14 +109,15 @@ var (
 	defaultOnce   sync.Once
 	defaultPoller *Poller
 
-	// live is every poller whose epoll descriptor is open, for IsPollDescriptor.
+	// live is every shard whose epoll descriptor is open, for IsPollDescriptor.
 	liveMu sync.Mutex
-	live   = map[*Poller]struct{}{}
+	live   = map[*shard]struct{}{}
 )
 
 // Default returns the process-wide poller. Its epoll instance is created
 // lazily by the first Open, with options from the GATENET_POLLER environment
-// variable (see ParseOptions) or DefaultOptions.
+// variable (see ParseOptions) or DefaultOptions, and GATENET_SHARDS epoll
+// instances (default 1).
 func Default() *Poller {
 	defaultOnce.Do(func() {
 		opts := DefaultOptions()
@@ -92,144 +126,87 @@ func Default() *Poller {
 				opts = o
 			}
 		}
-		defaultPoller = &Poller{opts: opts, harvest: opts.Harvest}
+		if n, err := strconv.Atoi(os.Getenv("GATENET_SHARDS")); err == nil && n > 0 {
+			opts.Shards = n
+		}
+		defaultPoller = newPoller(opts)
 	})
 	return defaultPoller
 }
 
-// New creates a poller: epoll_create1(EPOLL_CLOEXEC) and its drain loop.
-// Close releases both. Programs normally share Default; New is for tests,
+// New creates a poller: opts.Shards epoll instances (at least one), each
+// created with epoll_create1(EPOLL_CLOEXEC) and given its drain loop.
+// Close releases them. Programs normally share Default; New is for tests,
 // sharding and comparing strategies.
 func New(opts Options) (*Poller, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	p := &Poller{opts: opts, harvest: opts.Harvest}
-	if err := p.init(); err != nil {
-		return nil, err
+	p := newPoller(opts)
+	for i, s := range p.shards {
+		if err := s.init(); err != nil {
+			for _, s := range p.shards[:i] {
+				s.close()
+			}
+			return nil, err
+		}
 	}
 	return p, nil
 }
 
-// init is pollServerInit: once per poller.
-func (p *Poller) init() error {
-	p.initOnce.Do(func() {
-		epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
-		if err != nil {
-			p.initErr = os.NewSyscallError("epoll_create1", err)
-			return
-		}
-		p.epfd = epfd
-		if err := p.loop.start(p); err != nil {
-			unix.Close(epfd)
-			p.initErr = err
-			return
-		}
-		p.inited.Store(true)
-		liveMu.Lock()
-		live[p] = struct{}{}
-		liveMu.Unlock()
-	})
-	return p.initErr
-}
-
-// Open registers fd with the poller: EPOLL_CTL_ADD with
-// EPOLLIN|EPOLLOUT|EPOLLRDHUP|EPOLLET and a fresh token. The table entry
-// comes first, so an event that arrives before EpollCtl returns finds its
-// Desc. On failure the entry is removed and the errno returned in an
-// *os.SyscallError: EPERM means the descriptor cannot be polled (a regular
-// file or a directory) and the caller falls back to blocking I/O.
+// Open registers fd with one of the poller's shards (round-robin):
+// EPOLL_CTL_ADD with EPOLLIN|EPOLLOUT|EPOLLRDHUP|EPOLLET and a fresh token.
+// The table entry comes first, so an event that arrives before EpollCtl
+// returns finds its Desc. On failure the entry is removed and the errno
+// returned in an *os.SyscallError: EPERM means the descriptor cannot be
+// polled (a regular file or a directory) and the caller falls back to
+// blocking I/O.
 func (p *Poller) Open(fd int) (*Desc, error) {
-	if err := p.init(); err != nil {
-		return nil, err
+	s := p.shards[0]
+	if len(p.shards) > 1 {
+		s = p.shards[int(p.next.Add(1))%len(p.shards)]
 	}
-	if p.closed.Load() {
-		return nil, os.ErrClosed
-	}
-	d := &Desc{poller: p, fd: fd}
-	d.rg.wake = make(chan struct{}, 1)
-	d.wg.wake = make(chan struct{}, 1)
-	if !p.table.insert(d) {
-		return nil, os.NewSyscallError("epoll_ctl", unix.ENOSPC)
-	}
-	ev := unix.EpollEvent{Events: registerEvents}
-	setToken(&ev, d.token)
-	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
-		p.table.remove(d)
-		return nil, os.NewSyscallError("epoll_ctl", err)
-	}
-	p.stats.registered.Add(1)
-	return d, nil
-}
-
-// dispatch hands a batch of events to their descriptors.
-func (p *Poller) dispatch(events []unix.EpollEvent) {
-	delivered, stale := 0, 0
-	for i := range events {
-		ev := &events[i]
-		token := eventToken(ev)
-		if token == shutdownToken {
-			continue
-		}
-		d := p.table.lookup(token)
-		if d == nil {
-			stale++
-			continue
-		}
-		d.deliver(ev.Events)
-		delivered++
-	}
-	if delivered > 0 {
-		p.stats.events.Add(uint64(delivered))
-	}
-	if stale > 0 {
-		p.stats.staleEvents.Add(uint64(stale))
-	}
+	return s.open(fd)
 }
 
 // ErrPollerBusy is returned by (*Poller).Close while descriptors are
 // still registered.
 var ErrPollerBusy = errors.New("pollfd: Close with descriptors still registered")
 
-// Close stops the drain loop and closes the epoll descriptor. Every Desc
-// must have been closed first. Closing Default is refused.
+// Close stops every shard's drain loop and closes its epoll descriptor.
+// Every Desc must have been closed first. Closing Default is refused.
 func (p *Poller) Close() error {
 	if p == defaultPoller {
 		return errors.New("pollfd: the default poller cannot be closed")
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed.Load() {
+	if p.shards[0].closed.Load() {
 		return os.ErrClosed
 	}
-	if p.stats.registered.Load() != 0 {
+	if p.Stats().Registered != 0 {
 		return ErrPollerBusy
 	}
-	p.closed.Store(true)
-	if !p.inited.Load() {
-		return nil
-	}
-	liveMu.Lock()
-	delete(live, p)
-	liveMu.Unlock()
-	err := p.loop.stop(p)
-	if cerr := unix.Close(p.epfd); err == nil && cerr != nil {
-		err = os.NewSyscallError("close", cerr)
+	var err error
+	for _, s := range p.shards {
+		if cerr := s.close(); err == nil {
+			err = cerr
+		}
 	}
 	return err
 }
 
 // IsPollDescriptor reports whether fd is one of the descriptors a live
-// poller owns itself (its epoll instance, the dup of it that the nested
-// strategy parks in the runtime poller, or the dedicated strategy's
-// shutdown eventfd). Code that closes every descriptor it does not know, as
-// os/exec's tests do, must leave these alone. It mirrors the runtime's
+// poller owns itself (its epoll instances, the dups of them that the
+// nested strategy parks in the runtime poller, or the dedicated strategy's
+// shutdown eventfds). Code that closes every descriptor it does not know,
+// as os/exec's tests do, must leave these alone. It mirrors the runtime's
 // isPollServerDescriptor.
 func IsPollDescriptor(fd int) bool {
 	liveMu.Lock()
 	defer liveMu.Unlock()
-	for p := range live {
-		if p.IsPollDescriptor(fd) {
+	for s := range live {
+		if s.isPollDescriptor(fd) {
 			return true
 		}
 	}
@@ -238,9 +215,10 @@ func IsPollDescriptor(fd int) bool {
 
 // IsPollDescriptor reports whether fd belongs to this poller itself.
 func (p *Poller) IsPollDescriptor(fd int) bool {
-	if fd < 0 || !p.inited.Load() || p.closed.Load() {
-		return false
+	for _, s := range p.shards {
+		if s.isPollDescriptor(fd) {
+			return true
+		}
 	}
-	return fd == p.epfd || (p.loop.eventfd > 0 && fd == p.loop.eventfd) ||
-		(p.loop.epdup > 0 && fd == p.loop.epdup)
+	return false
 }

@@ -55,6 +55,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -86,6 +87,10 @@ type Options struct {
 	Strategy Strategy
 	// Harvest lets a waiter run epoll_wait(…, 0) itself before it parks.
 	Harvest bool
+	// Shards is how many epoll instances descriptors are spread over
+	// (round-robin), each with its own drain loop; 0 means 1. A waiter
+	// harvests only its own shard.
+	Shards int
 }
 
 // DefaultOptions returns what Default uses unless GATENET_POLLER says
@@ -93,17 +98,25 @@ type Options struct {
 func DefaultOptions() Options { return Options{Strategy: Nested, Harvest: true} }
 
 // String gives the form ParseOptions reads: "nested", "dedicated",
-// "nested+harvest", "dedicated+harvest".
+// "nested+harvest", "dedicated+harvest"; more than one shard adds
+// "/N-shards" (ParseOptions leaves shards to GATENET_SHARDS).
 func (o Options) String() string {
+	s := o.Strategy.String()
 	if o.Harvest {
-		return o.Strategy.String() + "+harvest"
+		s += "+harvest"
 	}
-	return o.Strategy.String()
+	if o.Shards > 1 {
+		s += "/" + strconv.Itoa(o.Shards) + "-shards"
+	}
+	return s
 }
 
 func (o Options) validate() error {
 	if o.Strategy != Nested && o.Strategy != Dedicated {
 		return fmt.Errorf("pollfd: unknown strategy %v", o.Strategy)
+	}
+	if o.Shards < 0 {
+		return fmt.Errorf("pollfd: negative shard count %d", o.Shards)
 	}
 	return nil
 }
@@ -142,9 +155,9 @@ type drainLoop struct {
 	done    sync.WaitGroup
 }
 
-func (l *drainLoop) start(p *Poller) error {
+func (l *drainLoop) start(p *shard) error {
 	l.buf = make([]unix.EpollEvent, eventBatch)
-	switch p.opts.Strategy {
+	switch p.poller.opts.Strategy {
 	case Dedicated:
 		efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 		if err != nil {
@@ -186,7 +199,7 @@ func (l *drainLoop) start(p *Poller) error {
 
 // runDedicated is the seed's drain loop: epoll_wait(-1) forever, EINTR
 // retried (in Go it is common: the runtime preempts with SIGURG).
-func (l *drainLoop) runDedicated(p *Poller) {
+func (l *drainLoop) runDedicated(p *shard) {
 	defer l.done.Done()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -209,7 +222,7 @@ func (l *drainLoop) runDedicated(p *Poller) {
 
 // runNested waits for the epoll fd in the runtime poller and drains it
 // with zero-timeout epoll_wait until it comes back short.
-func (l *drainLoop) runNested(p *Poller, rc interface {
+func (l *drainLoop) runNested(p *shard, rc interface {
 	Read(func(uintptr) bool) error
 }) {
 	defer l.done.Done()
@@ -237,9 +250,9 @@ func (l *drainLoop) runNested(p *Poller, rc interface {
 }
 
 // stop ends the drain goroutine and waits for it.
-func (l *drainLoop) stop(p *Poller) error {
+func (l *drainLoop) stop(p *shard) error {
 	var err error
-	switch p.opts.Strategy {
+	switch p.poller.opts.Strategy {
 	case Dedicated:
 		var one = [8]byte{1}
 		if _, werr := unix.Write(l.eventfd, one[:]); werr != nil {
@@ -258,7 +271,7 @@ func (l *drainLoop) stop(p *Poller) error {
 const harvestBatch = 16
 
 // harvestNow is the waiter-side epoll_wait(…, 0) (see the top of this file).
-func (p *Poller) harvestNow() {
+func (p *shard) harvestNow() {
 	var buf [harvestBatch]unix.EpollEvent
 	n, errno := epollWaitNow(p.epfd, buf[:])
 	if errno != 0 || n <= 0 {

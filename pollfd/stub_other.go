@@ -35,6 +35,7 @@ const (
 type Options struct {
 	Strategy Strategy
 	Harvest  bool
+	Shards   int
 }
 
 type Stats struct {
@@ -51,6 +52,7 @@ func Default() *Poller                                  { return &Poller{} }
 func New(Options) (*Poller, error)                      { return nil, errors.ErrUnsupported }
 func (p *Poller) Open(int) (*Desc, error)               { return nil, errors.ErrUnsupported }
 func (p *Poller) Close() error                          { return nil }
+func (p *Poller) ShardStats() []Stats                   { return nil }
 func (p *Poller) Stats() Stats                          { return Stats{} }
 func (p *Poller) IsPollDescriptor(int) bool             { return false }
 func IsPollDescriptor(int) bool                         { return false }

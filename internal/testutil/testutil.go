@@ -103,6 +103,7 @@ func Strategies() []pollfd.Options {
 		{Strategy: pollfd.Dedicated, Harvest: true},
 		{Strategy: pollfd.Nested},
 		{Strategy: pollfd.Nested, Harvest: true},
+		{Strategy: pollfd.Nested, Harvest: true, Shards: 2},
 	}
 }
 

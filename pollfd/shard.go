@@ -1,0 +1,125 @@
+//go:build linux
+
+package pollfd
+
+import (
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// shard is one epoll instance with its drain loop and token table. A
+// Poller spreads its descriptors over one or more shards; each descriptor's
+// events are drained, harvested and delivered by its own shard only.
+type shard struct {
+	poller  *Poller
+	harvest bool // Options.Harvest, read on every Wait
+
+	initOnce sync.Once
+	initErr  error
+
+	epfd   int
+	loop   drainLoop // strategy.go
+	table  table
+	stats  counters
+	closed atomic.Bool
+	inited atomic.Bool // init succeeded: epfd and loop are set
+}
+
+// init is pollServerInit: once per shard.
+func (s *shard) init() error {
+	s.initOnce.Do(func() {
+		epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+		if err != nil {
+			s.initErr = os.NewSyscallError("epoll_create1", err)
+			return
+		}
+		s.epfd = epfd
+		if err := s.loop.start(s); err != nil {
+			unix.Close(epfd)
+			s.initErr = err
+			return
+		}
+		s.inited.Store(true)
+		liveMu.Lock()
+		live[s] = struct{}{}
+		liveMu.Unlock()
+	})
+	return s.initErr
+}
+
+// open is pollOpen: table entry first, then EPOLL_CTL_ADD.
+func (s *shard) open(fd int) (*Desc, error) {
+	if err := s.init(); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, os.ErrClosed
+	}
+	d := &Desc{shard: s, fd: fd}
+	d.rg.wake = make(chan struct{}, 1)
+	d.wg.wake = make(chan struct{}, 1)
+	if !s.table.insert(d) {
+		return nil, os.NewSyscallError("epoll_ctl", unix.ENOSPC)
+	}
+	ev := unix.EpollEvent{Events: registerEvents}
+	setToken(&ev, d.token)
+	if err := unix.EpollCtl(s.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		s.table.remove(d)
+		return nil, os.NewSyscallError("epoll_ctl", err)
+	}
+	s.stats.registered.Add(1)
+	return d, nil
+}
+
+// dispatch hands a batch of events to their descriptors.
+func (s *shard) dispatch(events []unix.EpollEvent) {
+	delivered, stale := 0, 0
+	for i := range events {
+		ev := &events[i]
+		token := eventToken(ev)
+		if token == shutdownToken {
+			continue
+		}
+		d := s.table.lookup(token)
+		if d == nil {
+			stale++
+			continue
+		}
+		d.deliver(ev.Events)
+		delivered++
+	}
+	if delivered > 0 {
+		s.stats.events.Add(uint64(delivered))
+	}
+	if stale > 0 {
+		s.stats.staleEvents.Add(uint64(stale))
+	}
+}
+
+// close stops the drain loop and closes the epoll descriptor.
+func (s *shard) close() error {
+	s.closed.Store(true)
+	if !s.inited.Load() {
+		return nil
+	}
+	liveMu.Lock()
+	delete(live, s)
+	liveMu.Unlock()
+	err := s.loop.stop(s)
+	if cerr := unix.Close(s.epfd); err == nil && cerr != nil {
+		err = os.NewSyscallError("close", cerr)
+	}
+	return err
+}
+
+// isPollDescriptor reports whether fd is one of the shard's own.
+func (s *shard) isPollDescriptor(fd int) bool {
+	if fd < 0 || !s.inited.Load() || s.closed.Load() {
+		return false
+	}
+	return fd == s.epfd || (s.loop.eventfd > 0 && fd == s.loop.eventfd) ||
+		(s.loop.epdup > 0 && fd == s.loop.epdup)
+}
