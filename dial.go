@@ -267,7 +267,7 @@ func (d *Dialer) dialSingle(ctx context.Context, network string, ra net.Addr) (n
 }
 
 func (d *Dialer) socketConfig() socketConfig {
-	cfg := socketConfig{poller: d.Poller, control: d.ControlContext}
+	cfg := socketConfig{poller: d.Poller, shard: anyShard, control: d.ControlContext}
 	if cfg.control == nil && d.Control != nil {
 		cfg.control = func(_ context.Context, network, address string, c syscall.RawConn) error {
 			return d.Control(network, address, c)

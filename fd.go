@@ -48,6 +48,9 @@ type descriptor struct {
 	iovecs []unix.Iovec // Writev's cache, guarded by the write lock
 }
 
+// anyShard lets the poller choose the shard (round-robin).
+const anyShard = -1
+
 // maxRW caps one read or write on a stream, as internal/poll does, so that
 // a huge buffer is not handed to the kernel in one call.
 const maxRW = 1 << 30
@@ -57,7 +60,9 @@ const maxRW = 1 << 30
 // it in blocking mode; the registration error is returned alongside the
 // usable descriptor, as internal/poll's Init does, for callers (sockets)
 // that treat it as fatal.
-func newDescriptor(sysfd int, p *pollfd.Poller, pollable, isFile, isStream, zeroReadIsEOF bool) (*descriptor, error) {
+//
+// shard picks the poller shard (pollfd.Poller.OpenShard); anyShard spreads.
+func newDescriptor(sysfd int, p *pollfd.Poller, shard int, pollable, isFile, isStream, zeroReadIsEOF bool) (*descriptor, error) {
 	fd := &descriptor{
 		sysfd:         sysfd,
 		isFile:        isFile,
@@ -66,8 +71,11 @@ func newDescriptor(sysfd int, p *pollfd.Poller, pollable, isFile, isStream, zero
 		destroyed:     make(chan struct{}),
 	}
 	var err error
-	if pollable {
+	switch {
+	case pollable && shard == anyShard:
 		fd.pd, err = p.Open(sysfd)
+	case pollable:
+		fd.pd, err = p.OpenShard(sysfd, shard)
 	}
 	if fd.pd == nil {
 		fd.isBlocking.Store(true)

@@ -107,7 +107,7 @@ func newFileNetFD(f *os.File) (*netFD, error) {
 		unix.Close(s) // UDP arrives with the datagram work
 		return nil, unix.EPROTONOSUPPORT
 	}
-	fd, err := newNetFD(s, family, sotype, network, pollfd.Default())
+	fd, err := newNetFD(s, family, sotype, network, pollfd.Default(), anyShard)
 	if err != nil {
 		return nil, err
 	}

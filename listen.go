@@ -120,7 +120,7 @@ func opAddr[A interface {
 }
 
 func (lc *ListenConfig) socketConfig() socketConfig {
-	cfg := socketConfig{poller: lc.Poller, backlog: lc.Backlog}
+	cfg := socketConfig{poller: lc.Poller, shard: anyShard, backlog: lc.Backlog}
 	if lc.Control != nil || lc.ReusePort {
 		cfg.control = func(_ context.Context, network, address string, c syscall.RawConn) error {
 			if lc.ReusePort {

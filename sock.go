@@ -27,15 +27,19 @@ type netFD struct {
 	raddr  net.Addr
 
 	isConnected bool // dialed with a peer address: WriteTo is refused (net's rule)
+
+	// inheritShard: accepted connections go on this listener's poller
+	// shard (ListenGroup), instead of being spread.
+	inheritShard bool
 }
 
 // newNetFD registers a socket with the poller. For sockets, unlike
 // files, a registration failure is fatal (net's netFD.init).
-func newNetFD(sysfd, family, sotype int, network string, p *pollfd.Poller) (*netFD, error) {
+func newNetFD(sysfd, family, sotype int, network string, p *pollfd.Poller, shard int) (*netFD, error) {
 	if p == nil {
 		p = pollfd.Default()
 	}
-	pfd, err := newDescriptor(sysfd, p, true, false,
+	pfd, err := newDescriptor(sysfd, p, shard, true, false,
 		sotype == unix.SOCK_STREAM, sotype != unix.SOCK_DGRAM && sotype != unix.SOCK_RAW)
 	if err != nil {
 		pfd.Close()
@@ -75,6 +79,7 @@ func boolint(b bool) int {
 // socketConfig is what socket needs beyond the addresses.
 type socketConfig struct {
 	poller  *pollfd.Poller
+	shard   int // anyShard, or the poller shard to register on
 	control func(ctx context.Context, network, address string, c syscall.RawConn) error
 	backlog int
 }
@@ -90,7 +95,7 @@ func socket(ctx context.Context, network string, family, sotype, proto int, ipv6
 		unix.Close(s)
 		return nil, err
 	}
-	fd, err := newNetFD(s, family, sotype, network, cfg.poller)
+	fd, err := newNetFD(s, family, sotype, network, cfg.poller, cfg.shard)
 	if err != nil {
 		return nil, err
 	}
@@ -329,7 +334,11 @@ func (fd *netFD) accept() (*netFD, error) { return fd.acceptContext(nil) }
 // newAccepted wraps an accepted socket as one of the listener's kind, on
 // the listener's poller.
 func (fd *netFD) newAccepted(s int, rsa unix.Sockaddr) (*netFD, error) {
-	nfd, err := newNetFD(s, fd.family, fd.sotype, fd.net, fd.pfd.pd.Poller())
+	shard := anyShard
+	if fd.inheritShard {
+		shard = fd.pfd.pd.Shard()
+	}
+	nfd, err := newNetFD(s, fd.family, fd.sotype, fd.net, fd.pfd.pd.Poller(), shard)
 	if err != nil {
 		return nil, err
 	}

@@ -140,6 +140,9 @@ type Desc struct {
 // Fd returns the descriptor number the Desc was opened for.
 func (d *Desc) Fd() int { return d.fd }
 
+// Shard returns the index of the poller shard the descriptor is on.
+func (d *Desc) Shard() int { return d.shard.index }
+
 // Poller returns the poller the descriptor is registered with.
 func (d *Desc) Poller() *Poller { return d.shard.poller }
 

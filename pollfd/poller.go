@@ -27,7 +27,7 @@ func newPoller(opts Options) *Poller {
 	}
 	p := &Poller{opts: opts, shards: make([]*shard, n)}
 	for i := range p.shards {
-		p.shards[i] = &shard{poller: p, harvest: opts.Harvest}
+		p.shards[i] = &shard{poller: p, index: i, harvest: opts.Harvest}
 	}
 	return p
 }
@@ -168,6 +168,19 @@ func (p *Poller) Open(fd int) (*Desc, error) {
 	}
 	return s.open(fd)
 }
+
+// OpenShard is Open on shard i (modulo the shard count): for keeping
+// related descriptors — a listener and the connections it accepts — on
+// one epoll instance.
+func (p *Poller) OpenShard(fd, i int) (*Desc, error) {
+	if i < 0 {
+		i = -i
+	}
+	return p.shards[i%len(p.shards)].open(fd)
+}
+
+// Shards reports how many epoll instances the poller has.
+func (p *Poller) Shards() int { return len(p.shards) }
 
 // ErrPollerBusy is returned by (*Poller).Close while descriptors are
 // still registered.

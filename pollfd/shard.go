@@ -15,6 +15,7 @@ import (
 // events are drained, harvested and delivered by its own shard only.
 type shard struct {
 	poller  *Poller
+	index   int
 	harvest bool // Options.Harvest, read on every Wait
 
 	initOnce sync.Once

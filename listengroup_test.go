@@ -1,0 +1,87 @@
+//go:build linux
+
+package gatenet_test
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gatenet/gatenet"
+	"github.com/gatenet/gatenet/internal/testutil"
+	"github.com/gatenet/gatenet/pollfd"
+)
+
+func TestListenGroup(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	p := testutil.NewPoller(t, pollfd.Options{Strategy: pollfd.Nested, Harvest: true, Shards: 2})
+	lc := gatenet.ListenConfig{Poller: p}
+	ls, err := lc.ListenGroup(context.Background(), "tcp4", "127.0.0.1:0", 2)
+	require.NoError(t, err)
+	require.Len(t, ls, 2)
+	require.Equal(t, ls[0].Addr().String(), ls[1].Addr().String())
+
+	// Each listener accepts on its own shard; its conns stay there.
+	var mu sync.Mutex
+	perListener := map[int]int{}
+	var wg sync.WaitGroup
+	conns := make(chan net.Conn, 64)
+	for i, l := range ls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				perListener[i]++
+				mu.Unlock()
+				conns <- c
+			}
+		}()
+	}
+	d := gatenet.Dialer{Poller: p}
+	var clients []net.Conn
+	for range 32 {
+		c, err := d.Dial("tcp4", ls[0].Addr().String())
+		require.NoError(t, err)
+		clients = append(clients, c)
+	}
+	for range 32 {
+		c := <-conns
+		clients = append(clients, c)
+	}
+	// Every accepted conn sits on its listener's shard: 32 client conns
+	// spread round-robin (16 per shard) plus the accepted ones.
+	st := p.ShardStats()
+	total := int64(0)
+	for _, s := range st {
+		total += s.Registered
+	}
+	require.EqualValues(t, 2+64, total)
+	mu.Lock()
+	t.Logf("accepted per listener: %v; registered per shard: %d, %d", perListener, st[0].Registered, st[1].Registered)
+	require.EqualValues(t, 1+16+perListener[0], st[0].Registered)
+	require.EqualValues(t, 1+16+perListener[1], st[1].Registered)
+	mu.Unlock()
+	for _, c := range clients {
+		c.Close()
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	wg.Wait()
+
+	// Bad input.
+	_, err = gatenet.ListenGroup(context.Background(), "udp", "127.0.0.1:0", 2)
+	require.Error(t, err)
+	_, err = gatenet.ListenGroup(context.Background(), "tcp", "127.0.0.1:0", 0)
+	require.Error(t, err)
+}
