@@ -73,7 +73,7 @@ func (d *Desc) SetDeadline(t time.Time, mode Mode) error {
 	}
 	d.mu.Unlock()
 	if woke > 0 {
-		d.shard.stats.wakeups.Add(uint64(woke))
+		d.shard.stats.wakeupsDeadline.Add(uint64(woke))
 	}
 	return nil
 }
@@ -126,6 +126,6 @@ func (d *Desc) deadlineFired(g *gate) {
 	d.mu.Unlock()
 	d.shard.stats.timerFires.Add(1)
 	if woke {
-		d.shard.stats.wakeups.Add(1)
+		d.shard.stats.wakeupsDeadline.Add(1)
 	}
 }

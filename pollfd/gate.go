@@ -275,6 +275,7 @@ func (d *Desc) wait(mode Mode, done <-chan struct{}) error {
 				// Nobody woke us: withdraw, and no token will come.
 				g.waiting = false
 				d.mu.Unlock()
+				p.stats.canceled.Add(1)
 				return errDone
 			}
 			// A waker cleared waiting and sent the token under mu, which
@@ -328,7 +329,7 @@ func (d *Desc) deliver(events uint32) {
 	}
 	d.mu.Unlock()
 	if woke > 0 {
-		d.shard.stats.wakeups.Add(uint64(woke))
+		d.shard.stats.wakeupsEvent.Add(uint64(woke))
 	}
 }
 
@@ -356,7 +357,7 @@ func (d *Desc) Unblock() {
 	}
 	d.mu.Unlock()
 	if woke > 0 {
-		d.shard.stats.wakeups.Add(uint64(woke))
+		d.shard.stats.wakeupsClose.Add(uint64(woke))
 	}
 }
 

@@ -212,7 +212,7 @@ func (l *drainLoop) runDedicated(p *shard) {
 		if err != nil {
 			panic(fmt.Sprintf("pollfd: epoll_wait failed: %v", err)) // the runtime throws too
 		}
-		p.stats.epollWaits.Add(1)
+		p.stats.recordWait(n)
 		p.dispatch(l.buf[:n])
 		if p.closed.Load() {
 			return
@@ -237,7 +237,7 @@ func (l *drainLoop) runNested(p *shard, rc interface {
 			if errno != 0 {
 				panic(fmt.Sprintf("pollfd: epoll_wait failed: %v", errno))
 			}
-			p.stats.epollWaits.Add(1)
+			p.stats.recordWait(n)
 			p.dispatch(l.buf[:n])
 			if p.closed.Load() {
 				return true

@@ -39,8 +39,10 @@ type Options struct {
 }
 
 type Stats struct {
-	Registered                                                                   int64
-	EpollWaits, Events, StaleEvents, Wakeups, Parks, EINTR, TimerFires, Harvests uint64
+	Registered                                                          int64
+	EpollWaits, Events, StaleEvents, Parks, EINTR, TimerFires, Harvests uint64
+	Wakeups, WakeupsEvent, WakeupsDeadline, WakeupsClose, Canceled      uint64
+	EventsPerWait                                                       [9]uint64
 }
 
 type Poller struct{}
@@ -55,6 +57,7 @@ func (p *Poller) Close() error                          { return nil }
 func (p *Poller) ShardStats() []Stats                   { return nil }
 func (p *Poller) Stats() Stats                          { return Stats{} }
 func (p *Poller) IsPollDescriptor(int) bool             { return false }
+func PublishExpvar(string)                              {}
 func IsPollDescriptor(int) bool                         { return false }
 func (d *Desc) Prepare(Mode) error                      { return errors.ErrUnsupported }
 func (d *Desc) Wait(Mode) error                         { return errors.ErrUnsupported }

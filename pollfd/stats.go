@@ -1,0 +1,128 @@
+//go:build linux
+
+package pollfd
+
+import (
+	"expvar"
+	"math/bits"
+	"sync/atomic"
+)
+
+// Stats is a snapshot of a poller's counters. They are atomic counters
+// bumped on paths that already take a lock or make a system call, cheap
+// enough to leave on.
+type Stats struct {
+	Registered  int64  // descriptors registered now
+	EpollWaits  uint64 // epoll_wait returns in the drain loop
+	Events      uint64 // events delivered to a registered descriptor
+	StaleEvents uint64 // events whose token was no longer registered (dropped)
+	Parks       uint64 // Waits that parked
+	EINTR       uint64 // epoll_wait calls interrupted by a signal, and retried
+	TimerFires  uint64 // deadlines that expired by their timer
+	Harvests    uint64 // waiter-side epoll_wait(0) calls that found events
+
+	// Parked waiters woken, in total and by cause.
+	Wakeups         uint64
+	WakeupsEvent    uint64 // readiness
+	WakeupsDeadline uint64 // a deadline expired or was set in the past
+	WakeupsClose    uint64 // Unblock (Close)
+	Canceled        uint64 // waits abandoned because their context ended
+
+	// EventsPerWait is a histogram of the events one drain-loop epoll_wait
+	// returned: bucket 0 counts returns with no event, bucket i (i ≥ 1)
+	// those with 2^(i-1) to 2^i-1 events.
+	EventsPerWait [9]uint64
+}
+
+type counters struct {
+	registered      atomic.Int64
+	epollWaits      atomic.Uint64
+	events          atomic.Uint64
+	staleEvents     atomic.Uint64
+	parks           atomic.Uint64
+	eintr           atomic.Uint64
+	timerFires      atomic.Uint64
+	harvests        atomic.Uint64
+	wakeupsEvent    atomic.Uint64
+	wakeupsDeadline atomic.Uint64
+	wakeupsClose    atomic.Uint64
+	canceled        atomic.Uint64
+	perWait         [9]atomic.Uint64
+}
+
+// recordWait counts one drain-loop epoll_wait that returned n events.
+func (c *counters) recordWait(n int) {
+	c.epollWaits.Add(1)
+	b := bits.Len(uint(n)) // 0 → 0, 1 → 1, 2..3 → 2, …, 128 → 8
+	if b >= len(c.perWait) {
+		b = len(c.perWait) - 1
+	}
+	c.perWait[b].Add(1)
+}
+
+// Stats returns the poller's counters, summed over its shards.
+func (p *Poller) Stats() Stats {
+	var t Stats
+	for _, s := range p.shards {
+		t.add(s.snapshot())
+	}
+	return t
+}
+
+// ShardStats returns each shard's counters.
+func (p *Poller) ShardStats() []Stats {
+	out := make([]Stats, len(p.shards))
+	for i, s := range p.shards {
+		out[i] = s.snapshot()
+	}
+	return out
+}
+
+func (t *Stats) add(s Stats) {
+	t.Registered += s.Registered
+	t.EpollWaits += s.EpollWaits
+	t.Events += s.Events
+	t.StaleEvents += s.StaleEvents
+	t.Parks += s.Parks
+	t.EINTR += s.EINTR
+	t.TimerFires += s.TimerFires
+	t.Harvests += s.Harvests
+	t.Wakeups += s.Wakeups
+	t.WakeupsEvent += s.WakeupsEvent
+	t.WakeupsDeadline += s.WakeupsDeadline
+	t.WakeupsClose += s.WakeupsClose
+	t.Canceled += s.Canceled
+	for i := range t.EventsPerWait {
+		t.EventsPerWait[i] += s.EventsPerWait[i]
+	}
+}
+
+func (s *shard) snapshot() Stats {
+	c := &s.stats
+	st := Stats{
+		Registered:      c.registered.Load(),
+		EpollWaits:      c.epollWaits.Load(),
+		Events:          c.events.Load(),
+		StaleEvents:     c.staleEvents.Load(),
+		Parks:           c.parks.Load(),
+		EINTR:           c.eintr.Load(),
+		TimerFires:      c.timerFires.Load(),
+		Harvests:        c.harvests.Load(),
+		WakeupsEvent:    c.wakeupsEvent.Load(),
+		WakeupsDeadline: c.wakeupsDeadline.Load(),
+		WakeupsClose:    c.wakeupsClose.Load(),
+		Canceled:        c.canceled.Load(),
+	}
+	st.Wakeups = st.WakeupsEvent + st.WakeupsDeadline + st.WakeupsClose
+	for i := range st.EventsPerWait {
+		st.EventsPerWait[i] = c.perWait[i].Load()
+	}
+	return st
+}
+
+// PublishExpvar publishes the default poller's Stats as the expvar
+// variable name (served by expvar's /debug/vars handler). Like
+// expvar.Publish it panics if name is already taken: call it once.
+func PublishExpvar(name string) {
+	expvar.Publish(name, expvar.Func(func() any { return Default().Stats() }))
+}
