@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/gatenet/gatenet"
+	"github.com/gatenet/gatenet/internal/benchharness"
 	"github.com/gatenet/gatenet/internal/testutil"
 	"github.com/gatenet/gatenet/pollfd"
 )
@@ -135,23 +136,7 @@ func benchPingPong(b *testing.B, k pipeKind, size int) {
 	aR, aW := ps.pipe(b)
 	bR, bW := ps.pipe(b)
 
-	echoDone := make(chan error, 1)
-	go func() {
-		buf := make([]byte, size)
-		for {
-			if _, err := io.ReadFull(aR, buf); err != nil {
-				if err == io.EOF {
-					err = nil // aW closed: the benchmark is over
-				}
-				echoDone <- err
-				return
-			}
-			if _, err := bW.Write(buf); err != nil {
-				echoDone <- err
-				return
-			}
-		}
-	}()
+	echoDone := benchharness.Echo(aR, bW, size) // ends when aW closes
 
 	msg := make([]byte, size)
 	for i := range msg {

@@ -25,6 +25,7 @@ import (
 	"testing"
 
 	"github.com/gatenet/gatenet"
+	"github.com/gatenet/gatenet/internal/benchharness"
 	"github.com/gatenet/gatenet/internal/testutil"
 )
 
@@ -93,24 +94,8 @@ func benchTCPPingPong(b *testing.B, s tcpStack) {
 	testutil.CheckLeaks(b)
 	c, a := tcpPair(b, s)
 
-	echoDone := make(chan error, 1)
-	go func() {
-		defer a.Close()
-		buf := make([]byte, tcpPingSize)
-		for {
-			if _, err := io.ReadFull(a, buf); err != nil {
-				if err == io.EOF {
-					err = nil // c closed: the benchmark is over
-				}
-				echoDone <- err
-				return
-			}
-			if _, err := a.Write(buf); err != nil {
-				echoDone <- err
-				return
-			}
-		}
-	}()
+	echoDone := benchharness.Echo(a, a, tcpPingSize) // ends when c closes
+	defer a.Close()
 
 	msg := make([]byte, tcpPingSize)
 	for i := range msg {

@@ -139,23 +139,7 @@ func pingPong(kind string, size int, duration time.Duration) (result, error) {
 		closeAll(aR, aW)
 		return result{}, err
 	}
-	echoDone := make(chan error, 1)
-	go func() {
-		buf := make([]byte, size)
-		for {
-			if _, err := io.ReadFull(aR, buf); err != nil {
-				if err == io.EOF {
-					err = nil
-				}
-				echoDone <- err
-				return
-			}
-			if _, err := bW.Write(buf); err != nil {
-				echoDone <- err
-				return
-			}
-		}
-	}()
+	echoDone := benchharness.Echo(aR, bW, size)
 
 	msg := make([]byte, size)
 	reply := make([]byte, size)

@@ -203,24 +203,8 @@ func pingPong(s stack, size int, duration time.Duration) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	echoDone := make(chan error, 1)
-	go func() {
-		defer a.Close()
-		buf := make([]byte, size)
-		for {
-			if _, err := io.ReadFull(a, buf); err != nil {
-				if err == io.EOF {
-					err = nil
-				}
-				echoDone <- err
-				return
-			}
-			if _, err := a.Write(buf); err != nil {
-				echoDone <- err
-				return
-			}
-		}
-	}()
+	echoDone := benchharness.Echo(a, a, size)
+	defer a.Close()
 
 	msg := make([]byte, size)
 	reply := make([]byte, size)

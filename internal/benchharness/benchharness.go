@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -367,4 +368,29 @@ func Run(warm int, duration time.Duration, op func() error) (n int64, m Meter, e
 			return n, m, nil
 		}
 	}
+}
+
+// Echo starts the ping-pong peer: it reads size-byte messages from r and
+// writes each back to w until r reports EOF (the other side closed: the
+// run is over, and nil is sent) or an error, which is sent. The channel
+// has room for the one result.
+func Echo(r io.Reader, w io.Writer, size int) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		buf := make([]byte, size)
+		for {
+			if _, err := io.ReadFull(r, buf); err != nil {
+				if err == io.EOF {
+					err = nil
+				}
+				done <- err
+				return
+			}
+			if _, err := w.Write(buf); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	return done
 }
