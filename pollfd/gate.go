@@ -66,7 +66,10 @@ package pollfd
 //     Close has removed it, its events are dropped, and a reused fd number
 //     gets a new token.
 //
-// The wake path allocates nothing: wake is created once with the Desc.
+// The wake path allocates nothing: a gate's wake channel is made on its
+// first park (under mu, never replaced) and reused; a descriptor that never
+// parks in a direction — one a ReadyQueue watches, or one that only reads
+// — never pays for it.
 
 import (
 	"context"
@@ -119,7 +122,7 @@ type gate struct {
 	seq      uint64 // deadline generation
 	armed    uint64 // seq the timer was last armed for
 	timer    *time.Timer
-	wake     chan struct{} // capacity 1
+	wake     chan struct{} // capacity 1; made on the first park
 }
 
 // Desc is one registered descriptor. The zero value is not usable; get one
@@ -257,6 +260,9 @@ func (d *Desc) wait(mode Mode, done <-chan struct{}) error {
 		}
 		if g == &d.rg && d.watch.list != nil && !d.watch.queued {
 			d.watch.armed = true // a read hit EAGAIN: the next edge is news (ready.go)
+		}
+		if g.wake == nil {
+			g.wake = make(chan struct{}, 1)
 		}
 		g.waiting = true
 		d.mu.Unlock()

@@ -60,8 +60,6 @@ func (s *shard) open(fd int) (*Desc, error) {
 		return nil, os.ErrClosed
 	}
 	d := &Desc{shard: s, fd: fd}
-	d.rg.wake = make(chan struct{}, 1)
-	d.wg.wake = make(chan struct{}, 1)
 	if !s.table.insert(d) {
 		return nil, os.NewSyscallError("epoll_ctl", unix.ENOSPC)
 	}
