@@ -269,36 +269,44 @@ func (d *Desc) wait(mode Mode, done <-chan struct{}) error {
 		p.stats.parks.Add(1)
 		if done == nil {
 			<-g.wake
-			d.mu.Lock()
-			continue
-		}
-		select {
-		case <-g.wake:
-			d.mu.Lock()
-		case <-done:
-			d.mu.Lock()
-			if g.waiting {
-				// Nobody woke us: withdraw, and no token will come.
-				g.waiting = false
+		} else if d.parkOrDone(g, done) {
+			if !g.ready {
+				if err := d.check(mode, g); err != nil {
+					d.mu.Unlock()
+					return err
+				}
 				d.mu.Unlock()
-				p.stats.canceled.Add(1)
 				return errDone
 			}
-			// A waker cleared waiting and sent the token under mu, which
-			// we now hold: take it, so the next park starts clean, and
-			// report what it brought.
-			<-g.wake
-			if g.ready {
-				continue // readiness wins over the cancellation
-			}
-			if err := d.check(mode, g); err != nil {
-				d.mu.Unlock()
-				return err
-			}
-			d.mu.Unlock()
-			return errDone
+			continue // readiness wins over the cancellation
 		}
+		d.mu.Lock()
 	}
+}
+
+// parkOrDone parks on g's wake channel or until done closes. It reports
+// whether done won; then it returns with mu held, and if a waker had
+// already claimed the park its token has been taken, so the next park
+// starts clean. Kept out of wait so that the select's frame is paid only
+// by waits that can be cancelled (a parked goroutine's stack is most of an
+// idle connection's cost).
+func (d *Desc) parkOrDone(g *gate, done <-chan struct{}) bool {
+	select {
+	case <-g.wake:
+		return false
+	case <-done:
+	}
+	d.mu.Lock()
+	if g.waiting {
+		// Nobody woke us: withdraw, and no token will come.
+		g.waiting = false
+		d.shard.stats.canceled.Add(1)
+		return true
+	}
+	// A waker cleared waiting and sent the token under mu, which we now
+	// hold: take it.
+	<-g.wake
+	return true
 }
 
 // wakeLocked hands the single wake token to a parked waiter. Called with
