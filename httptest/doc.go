@@ -1,0 +1,30 @@
+// Package httptest is net/http/httptest on gatenet: a Server for end-to-end
+// HTTP tests whose listener is a gatenet TCP listener and whose Client dials
+// through a gatenet.Dialer, so both ends of every connection run on
+// gatenet's poller while net/http and crypto/tls run unchanged.
+//
+// It has net/http/httptest's API and semantics — NewServer, NewTLSServer,
+// NewUnstartedServer, Start, StartTLS, EnableHTTP2, Close (which waits for
+// outstanding requests), CloseClientConnections, Client, Certificate, URL
+// of the form "http://127.0.0.1:port", and the -httptest.serve flag — and
+// re-exports its ResponseRecorder, NewRecorder, NewRequest,
+// NewRequestWithContext and DefaultRemoteAddr, so an existing test switches
+// by changing one import:
+//
+//	import "github.com/gatenet/gatenet/httptest" // was "net/http/httptest"
+//
+// Differences from net/http/httptest:
+//
+//   - Server.Listener is a *gatenet.TCPListener (wrapped by crypto/tls's
+//     listener after StartTLS), and the connections the server accepts
+//     and the Client dials are *gatenet.TCPConn.
+//   - The TLS certificate is generated in-process on first use (ECDSA
+//     P-256, self-signed, a CA, valid for 127.0.0.1, ::1, localhost,
+//     example.com and *.example.com until 2084) instead of httptest's
+//     embedded RSA 2048 certificate. One certificate serves the whole
+//     process; Server.Certificate returns it.
+//
+// Off Linux, where gatenet delegates to the standard library, Server is
+// net/http/httptest.Server itself (a type alias) and the constructors are
+// httptest's: code using this package builds everywhere.
+package httptest
