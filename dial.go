@@ -44,7 +44,7 @@ type Dialer struct {
 }
 
 // Dial connects to address on network, as net.Dial. Networks: "tcp",
-// "tcp4", "tcp6", "unix", "unixpacket".
+// "tcp4", "tcp6", "udp", "udp4", "udp6", "unix", "unixgram", "unixpacket".
 func Dial(network, address string) (net.Conn, error) {
 	var d Dialer
 	return d.Dial(network, address)
@@ -78,9 +78,6 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 		}
 	}
 	n, err := parseNetwork(network)
-	if err == nil && n.sotype == sockDgram && !n.isUnix() {
-		err = net.UnknownNetworkError(network) // UDP arrives with the datagram work
-	}
 	if err != nil {
 		return nil, &net.OpError{Op: "dial", Net: network, Err: err}
 	}
@@ -254,6 +251,9 @@ func (d *Dialer) dialSingle(ctx context.Context, network string, ra net.Addr) (n
 	case *net.TCPAddr:
 		la, _ := d.LocalAddr.(*net.TCPAddr)
 		c, err = d.dialTCP(ctx, network, la, ra)
+	case *net.UDPAddr:
+		la, _ := d.LocalAddr.(*net.UDPAddr)
+		c, err = d.dialUDP(ctx, network, la, ra)
 	case *net.UnixAddr:
 		la, _ := d.LocalAddr.(*net.UnixAddr)
 		c, err = d.dialUnix(ctx, network, la, ra)

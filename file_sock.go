@@ -23,10 +23,26 @@ func FileConn(f *os.File) (net.Conn, error) {
 	switch fd.laddr.(type) {
 	case *net.TCPAddr:
 		return newTCPConn(fd, defaultKeepAliveIdle, net.KeepAliveConfig{}), nil
+	case *net.UDPAddr:
+		return newUDPConn(fd), nil
 	case *net.UnixAddr:
 		return newUnixConn(fd), nil
 	}
 	fd.Close()
+	return nil, &net.OpError{Op: "file", Net: "file+net", Addr: fileAddr(f.Name()), Err: unix.EINVAL}
+}
+
+// FilePacketConn returns a packet connection for a copy of f's datagram
+// socket, as net.FilePacketConn.
+func FilePacketConn(f *os.File) (net.PacketConn, error) {
+	c, err := FileConn(f)
+	if err != nil {
+		return nil, err
+	}
+	if pc, ok := c.(net.PacketConn); ok { // *UDPConn or *UnixConn, as net's
+		return pc, nil
+	}
+	c.Close()
 	return nil, &net.OpError{Op: "file", Net: "file+net", Addr: fileAddr(f.Name()), Err: unix.EINVAL}
 }
 
@@ -86,9 +102,9 @@ func newFileNetFD(f *os.File) (*netFD, error) {
 	var network string
 	switch lsa.(type) {
 	case *unix.SockaddrInet4:
-		family, network = unix.AF_INET, "tcp"
+		family, network = unix.AF_INET, ipNetwork(sotype)
 	case *unix.SockaddrInet6:
-		family, network = unix.AF_INET6, "tcp"
+		family, network = unix.AF_INET6, ipNetwork(sotype)
 	case *unix.SockaddrUnix:
 		family = unix.AF_UNIX
 		switch sotype {
@@ -103,8 +119,8 @@ func newFileNetFD(f *os.File) (*netFD, error) {
 		unix.Close(s)
 		return nil, unix.EPROTONOSUPPORT
 	}
-	if family != unix.AF_UNIX && sotype != unix.SOCK_STREAM {
-		unix.Close(s) // UDP arrives with the datagram work
+	if family != unix.AF_UNIX && sotype != unix.SOCK_STREAM && sotype != unix.SOCK_DGRAM {
+		unix.Close(s)
 		return nil, unix.EPROTONOSUPPORT
 	}
 	fd, err := newNetFD(s, family, sotype, network, pollfd.Default(), anyShard)
@@ -113,4 +129,11 @@ func newFileNetFD(f *os.File) (*netFD, error) {
 	}
 	fd.laddr, fd.raddr = fd.addr(lsa), fd.addr(rsa)
 	return fd, nil
+}
+
+func ipNetwork(sotype int) string {
+	if sotype == unix.SOCK_DGRAM {
+		return "udp"
+	}
+	return "tcp"
 }
