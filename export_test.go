@@ -5,3 +5,6 @@ package gatenet
 // PipeOn is Pipe on a chosen poller, so tests and benchmarks can run every
 // poller strategy in one process.
 var PipeOn = pipeOn
+
+// SendfileCalls reports how many sendfile(2) calls gatenet has made.
+func SendfileCalls() int64 { return sendfileCalls.Load() }

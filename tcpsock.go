@@ -156,13 +156,20 @@ func (c *TCPConn) MultipathTCP() (bool, error) {
 	return err == nil && proto == unix.IPPROTO_MPTCP, nil
 }
 
-// ReadFrom copies r into the connection (io.ReaderFrom). Errors other than
-// io.EOF come as *net.OpError{Op: "readfrom"}.
+// ReadFrom copies r into the connection (io.ReaderFrom), with sendfile(2)
+// when r is a file (also inside an *io.LimitedReader), as net's; otherwise
+// through a buffer. Errors other than io.EOF come as
+// *net.OpError{Op: "readfrom"}.
 func (c *TCPConn) ReadFrom(r io.Reader) (int64, error) {
 	if !c.ok() {
 		return 0, syscall.EINVAL
 	}
-	n, err := io.Copy(writerOnly{c}, r)
+	n, err, handled := c.fd.sendFile(r)
+	if !handled {
+		var m int64
+		m, err = io.Copy(writerOnly{c}, r)
+		n += m
+	}
 	if err != nil && err != io.EOF {
 		err = c.opError("readfrom", err)
 	}
