@@ -8,3 +8,6 @@ var PipeOn = pipeOn
 
 // SendfileCalls reports how many sendfile(2) calls gatenet has made.
 func SendfileCalls() int64 { return sendfileCalls.Load() }
+
+// SpliceCalls reports how many splice(2) calls gatenet has made.
+func SpliceCalls() int64 { return spliceCalls.Load() }

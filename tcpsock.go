@@ -156,15 +156,19 @@ func (c *TCPConn) MultipathTCP() (bool, error) {
 	return err == nil && proto == unix.IPPROTO_MPTCP, nil
 }
 
-// ReadFrom copies r into the connection (io.ReaderFrom), with sendfile(2)
-// when r is a file (also inside an *io.LimitedReader), as net's; otherwise
-// through a buffer. Errors other than io.EOF come as
-// *net.OpError{Op: "readfrom"}.
+// ReadFrom copies r into the connection (io.ReaderFrom) without copying
+// through user space where the kernel can, as net's: splice(2) when r is a
+// gatenet stream conn or pipe, sendfile(2) when r is a regular file (also
+// inside an *io.LimitedReader, whose N is updated); otherwise through a
+// buffer. Errors other than io.EOF come as *net.OpError{Op: "readfrom"}.
 func (c *TCPConn) ReadFrom(r io.Reader) (int64, error) {
 	if !c.ok() {
 		return 0, syscall.EINVAL
 	}
-	n, err, handled := c.fd.sendFile(r)
+	n, err, handled := spliceFrom(c.fd.pfd, r)
+	if !handled {
+		n, err, handled = c.fd.sendFile(r)
+	}
 	if !handled {
 		var m int64
 		m, err = io.Copy(writerOnly{c}, r)
@@ -176,12 +180,23 @@ func (c *TCPConn) ReadFrom(r io.Reader) (int64, error) {
 	return n, err
 }
 
-// WriteTo copies the connection into w until EOF (io.WriterTo).
+// WriteTo copies the connection into w until EOF (io.WriterTo), with
+// splice(2) when w is a gatenet stream conn or pipe (io.Copy between two
+// gatenet conns arrives here), otherwise through a buffer.
 func (c *TCPConn) WriteTo(w io.Writer) (int64, error) {
 	if !c.ok() {
 		return 0, syscall.EINVAL
 	}
-	n, err := io.Copy(w, readerOnly{c})
+	var n int64
+	var err error
+	handled := false
+	if dst := spliceEnd(w); dst != nil {
+		n, err, handled = Splice(dst, c.fd.pfd, 0)
+		err = wrapSyscallError("splice", err)
+	}
+	if !handled {
+		n, err = io.Copy(w, readerOnly{c})
+	}
 	if err != nil && err != io.EOF {
 		err = c.opError("writeto", err)
 	}

@@ -1,0 +1,150 @@
+//go:build linux
+
+package gatenet
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gatenet/gatenet/pollfd"
+)
+
+// Zero-copy between two descriptors with splice(2), through a pipe, as
+// internal/poll's splice_linux.go: drain up to maxSpliceChunk from the
+// source into the pipe (under the source's read lock, waiting for data),
+// then pump the pipe into the destination (under its write lock, waiting
+// for room). Bytes never enter user space.
+
+// maxSpliceChunk is how much one drain moves; the pipe is sized to hold it.
+const maxSpliceChunk = 1 << 20
+
+// spliceCalls counts splice(2) calls, for tests.
+var spliceCalls atomic.Int64
+
+// splicePipe is a pipe kept for reuse; it is returned to the pool only
+// empty. A pipe the pool drops is closed by the collector (as
+// internal/poll's are, by finalizer).
+type splicePipe struct {
+	r, w    int
+	cleanup runtime.Cleanup
+}
+
+var splicePipes = sync.Pool{New: func() any {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		return nil
+	}
+	// A bigger pipe means fewer round trips; failure (a lower
+	// fs.pipe-max-size) only costs speed.
+	unix.FcntlInt(uintptr(p[1]), unix.F_SETPIPE_SZ, maxSpliceChunk)
+	sp := &splicePipe{r: p[0], w: p[1]}
+	sp.cleanup = runtime.AddCleanup(sp, closePipe, p)
+	return sp
+}}
+
+func closePipe(p [2]int) { unix.Close(p[0]); unix.Close(p[1]) }
+
+func (p *splicePipe) close() {
+	p.cleanup.Stop()
+	closePipe([2]int{p.r, p.w})
+}
+
+// Splice moves up to remain bytes (0: until EOF) from src to dst. handled
+// is false when the kernel refused the pair before a byte moved: the
+// caller then copies through a buffer.
+func Splice(dst, src *descriptor, remain int64) (written int64, err error, handled bool) {
+	pv := splicePipes.Get()
+	if pv == nil {
+		return 0, nil, false
+	}
+	p := pv.(*splicePipe)
+	for remain == 0 || written < remain {
+		max := int64(maxSpliceChunk)
+		if remain > 0 {
+			max = min(max, remain-written)
+		}
+		var inPipe int
+		inPipe, err = src.spliceDrain(p.w, int(max))
+		if inPipe == 0 {
+			if written == 0 && (err == unix.EINVAL || err == unix.ENOSYS || err == unix.EOPNOTSUPP) {
+				splicePipes.Put(p)
+				return 0, nil, false // this pair cannot splice
+			}
+			break // end of stream (err nil), or the source's error
+		}
+		n, perr := dst.splicePump(p.r, inPipe)
+		written += int64(n)
+		if n < inPipe {
+			p.close() // bytes stranded in the pipe: it cannot be reused
+			return written, perr, true
+		}
+	}
+	splicePipes.Put(p)
+	return written, err, true
+}
+
+// spliceDrain moves up to limit bytes from fd into the pipe's write end,
+// waiting for fd to be readable.
+func (fd *descriptor) spliceDrain(pipew, limit int) (int, error) {
+	if err := fd.readLock(); err != nil {
+		return 0, err
+	}
+	defer fd.readUnlock()
+	if err := fd.prepare(pollfd.ModeRead); err != nil {
+		return 0, err
+	}
+	for {
+		spliceCalls.Add(1)
+		n, err := unix.Splice(fd.sysfd, nil, pipew, nil, limit, unix.SPLICE_F_NONBLOCK)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != unix.EAGAIN {
+			return int(max(n, 0)), err
+		}
+		if !fd.pollable() {
+			return 0, err
+		}
+		if err := fd.wait(pollfd.ModeRead); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// splicePump moves inPipe bytes from the pipe's read end into fd, waiting
+// for room.
+func (fd *descriptor) splicePump(piper, inPipe int) (int, error) {
+	if err := fd.writeLock(); err != nil {
+		return 0, err
+	}
+	defer fd.writeUnlock()
+	if err := fd.prepare(pollfd.ModeWrite); err != nil {
+		return 0, err
+	}
+	written := 0
+	for inPipe > 0 {
+		spliceCalls.Add(1)
+		n, err := unix.Splice(piper, nil, fd.sysfd, nil, inPipe, unix.SPLICE_F_NONBLOCK)
+		if err == unix.EINTR {
+			continue
+		}
+		if n > 0 {
+			inPipe -= int(n)
+			written += int(n)
+			continue
+		}
+		if err != unix.EAGAIN {
+			return written, err
+		}
+		if !fd.pollable() {
+			return written, err
+		}
+		if err := fd.wait(pollfd.ModeWrite); err != nil {
+			return written, err
+		}
+	}
+	return written, nil
+}

@@ -1,0 +1,51 @@
+//go:build linux
+
+package gatenet
+
+import (
+	"io"
+
+	"golang.org/x/sys/unix"
+)
+
+// spliceEnd returns the descriptor of a gatenet stream socket or pipe end
+// that splice(2) can use, or nil.
+func spliceEnd(x any) *descriptor {
+	switch v := x.(type) {
+	case *TCPConn:
+		if v.ok() {
+			return v.fd.pfd
+		}
+	case *UnixConn:
+		if v.ok() && v.fd.sotype == unix.SOCK_STREAM {
+			return v.fd.pfd
+		}
+	case *File:
+		if v != nil && v.fd.pollable() {
+			return v.fd
+		}
+	}
+	return nil
+}
+
+// spliceFrom splices from r, a gatenet stream conn or pipe (or one inside
+// an *io.LimitedReader, whose N is updated), into dst.
+func spliceFrom(dst *descriptor, r io.Reader) (int64, error, bool) {
+	var remain int64
+	lr, ok := r.(*io.LimitedReader)
+	if ok {
+		remain, r = lr.N, lr.R
+		if remain <= 0 {
+			return 0, nil, true
+		}
+	}
+	src := spliceEnd(r)
+	if src == nil {
+		return 0, nil, false
+	}
+	n, err, handled := Splice(dst, src, remain)
+	if lr != nil {
+		lr.N -= n
+	}
+	return n, wrapSyscallError("splice", err), handled
+}
