@@ -327,17 +327,30 @@ func (c rawConn) Read(f func(uintptr) bool) error  { return c.fd.RawRead(f) }
 func (c rawConn) Write(f func(uintptr) bool) error { return c.fd.RawWrite(f) }
 
 // ReadFrom copies from r into the File until EOF, as io.ReaderFrom.
+// When both the File and r are pipes or gatenet stream sockets, the bytes
+// move with splice(2) and never enter user space.
 func (f *File) ReadFrom(r io.Reader) (int64, error) {
 	if err := f.checkValid("write"); err != nil {
 		return 0, err
 	}
+	if dst := spliceEnd(f); dst != nil {
+		if n, err, handled := spliceFrom(dst, r); handled {
+			return n, f.wrapErr("write", err)
+		}
+	}
 	return io.Copy(fileWithoutReadFrom{f}, r)
 }
 
-// WriteTo copies the File to w until EOF, as io.WriterTo.
+// WriteTo copies the File to w until EOF, as io.WriterTo; with splice(2)
+// when both are pipes or gatenet stream sockets.
 func (f *File) WriteTo(w io.Writer) (int64, error) {
 	if err := f.checkValid("read"); err != nil {
 		return 0, err
+	}
+	if dst, src := spliceEnd(w), spliceEnd(f); dst != nil && src != nil {
+		if n, err, handled := Splice(dst, src, 0); handled {
+			return n, f.wrapErr("read", wrapSyscallError("splice", err))
+		}
 	}
 	return io.Copy(w, fileWithoutWriteTo{f})
 }

@@ -90,3 +90,41 @@ func TestSpliceFromPipeLimited(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, payload[2<<20:], rest)
 }
+
+// TestSpliceFileToConn: io.Copy from a gatenet pipe to a gatenet conn, and
+// from a conn into a pipe, splice in both directions.
+func TestSpliceFileToConn(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 3*time.Minute)
+	c, s := gatenetTCPPair(t)
+	r, w, err := gatenet.Pipe()
+	require.NoError(t, err)
+	defer r.Close()
+	payload := make([]byte, 4<<20)
+	rand.New(rand.NewSource(4)).Read(payload)
+	go func() { w.Write(payload); w.Close() }()
+
+	// Conn → second pipe, read back through it.
+	r2, w2, err := gatenet.Pipe()
+	require.NoError(t, err)
+	defer r2.Close()
+	toPipe := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(w2, s) // w2.ReadFrom(s): splice
+		w2.Close()
+		toPipe <- err
+	}()
+	got := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(r2)
+		got <- b
+	}()
+	before := gatenet.SpliceCalls()
+	n, err := io.Copy(c, r) // r.WriteTo(c): splice
+	require.NoError(t, err)
+	require.EqualValues(t, len(payload), n)
+	require.NoError(t, c.CloseWrite())
+	require.NoError(t, <-toPipe)
+	require.Equal(t, payload, <-got)
+	require.Greater(t, gatenet.SpliceCalls(), before)
+}
