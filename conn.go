@@ -170,3 +170,26 @@ func addrString(a net.Addr) string {
 	}
 	return a.String()
 }
+
+// WriteBuffers writes every buffer in *v with writev(2), in batches of up
+// to 1024 and looping on partial writes, and consumes *v as it goes (on
+// error *v holds what was not written), as net.Buffers' WriteTo does on
+// net's own conns. (net.Buffers.WriteTo reaches writev only for net's
+// types; on any other conn it makes one Write per buffer, so call this.)
+func (c *conn) WriteBuffers(v *net.Buffers) (int64, error) {
+	if !c.ok() {
+		return 0, syscall.EINVAL
+	}
+	n, err := c.fd.pfd.Writev((*[][]byte)(v))
+	if err != nil {
+		err = &net.OpError{Op: "writev", Net: c.fd.net, Source: c.fd.laddr, Addr: c.fd.raddr, Err: wrapSyscallError("writev", err)}
+	}
+	return n, err
+}
+
+// Writev is WriteBuffers for a plain slice of buffers; bufs itself is
+// left as it was.
+func (c *conn) Writev(bufs [][]byte) (int64, error) {
+	v := net.Buffers(bufs)
+	return c.WriteBuffers(&v)
+}
