@@ -32,17 +32,23 @@ func FileConn(f *os.File) (net.Conn, error) {
 	return nil, &net.OpError{Op: "file", Net: "file+net", Addr: fileAddr(f.Name()), Err: unix.EINVAL}
 }
 
-// FilePacketConn returns a packet connection for a copy of f's datagram
-// socket, as net.FilePacketConn.
+// FilePacketConn returns a packet connection for a copy of f's socket, as
+// net.FilePacketConn: a *UDPConn for a UDP socket, a *UnixConn for any
+// Unix one. Any other socket is refused with EINVAL, untouched: unlike
+// FileConn, a TCP socket is never made a *TCPConn (which would set
+// TCP_NODELAY and keep-alives on the socket f shares).
 func FilePacketConn(f *os.File) (net.PacketConn, error) {
-	c, err := FileConn(f)
+	fd, err := newFileNetFD(f)
 	if err != nil {
-		return nil, err
+		return nil, &net.OpError{Op: "file", Net: "file+net", Addr: fileAddr(f.Name()), Err: err}
 	}
-	if pc, ok := c.(net.PacketConn); ok { // *UDPConn or *UnixConn, as net's
-		return pc, nil
+	switch fd.laddr.(type) {
+	case *net.UDPAddr:
+		return newUDPConn(fd), nil
+	case *net.UnixAddr:
+		return newUnixConn(fd), nil
 	}
-	c.Close()
+	fd.Close()
 	return nil, &net.OpError{Op: "file", Net: "file+net", Addr: fileAddr(f.Name()), Err: unix.EINVAL}
 }
 

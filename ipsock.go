@@ -124,13 +124,19 @@ func resolveInternetAddrList(ctx context.Context, r *net.Resolver, n sockNetwork
 	if r == nil {
 		r = net.DefaultResolver
 	}
-	host, portStr, err := net.SplitHostPort(address)
-	if err != nil {
-		return nil, err
-	}
-	port, err := r.LookupPort(ctx, n.afnet, portStr)
-	if err != nil {
-		return nil, err
+	// An empty address is the wildcard, port 0, as net's internetAddrList
+	// has it (it never reaches a dial: resolveAddrList refuses it there).
+	var host string
+	var port int
+	if address != "" {
+		var portStr string
+		var err error
+		if host, portStr, err = net.SplitHostPort(address); err != nil {
+			return nil, err
+		}
+		if port, err = r.LookupPort(ctx, n.afnet, portStr); err != nil {
+			return nil, err
+		}
 	}
 	mk := func(ip net.IP, zone string) net.Addr {
 		if n.sotype == sockDgram {

@@ -222,10 +222,9 @@ func (fd *netFD) dial(ctx context.Context, laddr, raddr net.Addr, cfg socketConf
 			}
 		}
 	}
-	var rsa unix.Sockaddr
 	if raddr != nil {
-		var err error
-		if rsa, err = addrToSockaddr(fd.family, raddr); err != nil {
+		rsa, err := addrToSockaddr(fd.family, raddr)
+		if err != nil {
 			return err
 		}
 		if err := fd.connect(ctx, rsa); err != nil {
@@ -233,13 +232,12 @@ func (fd *netFD) dial(ctx context.Context, laddr, raddr net.Addr, cfg socketConf
 		}
 		fd.isConnected = true
 	}
+	// The remote address is the peer the kernel reports or, failing that
+	// (a UDP "connect" to port 0), the address as resolved, as net does.
 	lsa, _ := unix.Getsockname(fd.pfd.sysfd)
+	fd.laddr, fd.raddr = fd.addr(lsa), raddr
 	if peer, err := unix.Getpeername(fd.pfd.sysfd); err == nil {
-		rsa = peer
-	}
-	fd.laddr, fd.raddr = fd.addr(lsa), fd.addr(rsa)
-	if fd.raddr == nil {
-		fd.raddr = raddr
+		fd.raddr = fd.addr(peer)
 	}
 	return nil
 }

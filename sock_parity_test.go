@@ -504,3 +504,18 @@ func TestSockParityNilConn(t *testing.T) {
 		require.True(t, o.ZeroAddrNil)
 	})
 }
+
+// TestSockListenEmptyAddress: Listen("tcp", "") is the wildcard on a
+// chosen port, as with net.
+func TestSockListenEmptyAddress(t *testing.T) {
+	sockParity(t, func(t *testing.T, s sockStack) string {
+		ln, err := s.Listen("tcp", "")
+		require.NoError(t, err)
+		defer ln.Close()
+		host, _, err := net.SplitHostPort(ln.Addr().String())
+		require.NoError(t, err)
+		return host
+	}, func(t *testing.T, s sockStack, host string) {
+		require.Equal(t, "::", host)
+	})
+}

@@ -62,25 +62,47 @@ func (c *UDPConn) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
 }
 
 // ReadMsgUDP reads a datagram with its ancillary data (recvmsg(2));
-// flags reports MSG_TRUNC when b was too small.
+// flags reports MSG_TRUNC when b was too small. As net's, it is
+// ReadMsgUDPAddrPort with the address converted, so on error too it
+// reports an address: the zero one of the socket's family.
 func (c *UDPConn) ReadMsgUDP(b, oob []byte) (n, oobn, flags int, addr *net.UDPAddr, err error) {
+	var ap netip.AddrPort
+	n, oobn, flags, ap, err = c.ReadMsgUDPAddrPort(b, oob)
+	if ap.IsValid() {
+		addr = net.UDPAddrFromAddrPort(ap)
+	}
+	return n, oobn, flags, addr, err
+}
+
+// ReadMsgUDPAddrPort is ReadMsgUDP returning a netip.AddrPort. As net's,
+// whatever the outcome the address is built from the (possibly empty)
+// sockaddr, so an error comes with 0.0.0.0:0 or [::]:0, not the zero
+// AddrPort; and a failed recvmsg(2) leaves n at -1.
+func (c *UDPConn) ReadMsgUDPAddrPort(b, oob []byte) (n, oobn, flags int, addr netip.AddrPort, err error) {
 	if !c.ok() {
-		return 0, 0, 0, nil, syscall.EINVAL
+		return 0, 0, 0, netip.AddrPort{}, syscall.EINVAL
 	}
 	var sa unix.Sockaddr
 	n, oobn, flags, sa, err = c.fd.pfd.ReadMsg(b, oob, 0)
-	if err != nil {
-		return n, oobn, flags, nil, c.opError("read", c.fd.raddr, wrapSyscallError("recvmsg", err))
+	switch c.fd.family {
+	case unix.AF_INET:
+		var ip [4]byte
+		var port int
+		if sa, ok := sa.(*unix.SockaddrInet4); ok {
+			ip, port = sa.Addr, sa.Port
+		}
+		addr = netip.AddrPortFrom(netip.AddrFrom4(ip), uint16(port))
+	case unix.AF_INET6:
+		var ip [16]byte
+		var port int
+		var zone uint32
+		if sa, ok := sa.(*unix.SockaddrInet6); ok {
+			ip, port, zone = sa.Addr, sa.Port, sa.ZoneId
+		}
+		addr = netip.AddrPortFrom(netip.AddrFrom16(ip).WithZone(zoneName(zone)), uint16(port))
 	}
-	return n, oobn, flags, c.udpAddrOf(sa), nil
-}
-
-// ReadMsgUDPAddrPort is ReadMsgUDP returning a netip.AddrPort.
-func (c *UDPConn) ReadMsgUDPAddrPort(b, oob []byte) (n, oobn, flags int, addr netip.AddrPort, err error) {
-	var a *net.UDPAddr
-	n, oobn, flags, a, err = c.ReadMsgUDP(b, oob)
-	if a != nil {
-		addr = a.AddrPort()
+	if err != nil {
+		err = c.opError("read", c.fd.raddr, wrapSyscallError("recvmsg", err))
 	}
 	return n, oobn, flags, addr, err
 }
@@ -125,9 +147,58 @@ func (c *UDPConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	return c.WriteToUDP(b, a)
 }
 
-// WriteToUDPAddrPort is WriteToUDP taking a netip.AddrPort.
+// WriteToUDPAddrPort is WriteToUDP taking a netip.AddrPort. As net's, the
+// zero AddrPort is a missing address, an IPv4 socket takes IPv4 and
+// IPv4-mapped addresses only, and an error's Addr is the AddrPort itself
+// (a net.Addr of network "udp"), not a *net.UDPAddr.
 func (c *UDPConn) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
-	return c.WriteToUDP(b, net.UDPAddrFromAddrPort(addr))
+	if !c.ok() {
+		return 0, syscall.EINVAL
+	}
+	n, err := c.writeToAddrPort(b, addr)
+	if err != nil {
+		return n, c.opError("write", addrPortUDPAddr{addr}, err)
+	}
+	return n, nil
+}
+
+func (c *UDPConn) writeToAddrPort(b []byte, addr netip.AddrPort) (int, error) {
+	if c.fd.isConnected {
+		return 0, net.ErrWriteToConnected
+	}
+	if !addr.IsValid() {
+		return 0, errMissingAddress
+	}
+	sa, err := addrPortToSockaddr(c.fd.family, addr)
+	if err != nil {
+		return 0, err
+	}
+	n, err := c.fd.pfd.WriteTo(b, sa)
+	return n, wrapSyscallError("sendto", err)
+}
+
+// addrPortUDPAddr is net's: an AddrPort as the net.Addr of an error.
+type addrPortUDPAddr struct {
+	netip.AddrPort
+}
+
+func (addrPortUDPAddr) Network() string { return "udp" }
+
+// addrPortToSockaddr is net's addrPortToSockaddrInet4/6: an IPv4 socket
+// takes an IPv4 or IPv4-mapped address; an IPv6 one takes any (As16 maps
+// IPv4 addresses).
+func addrPortToSockaddr(family int, ap netip.AddrPort) (unix.Sockaddr, error) {
+	a := ap.Addr()
+	switch family {
+	case unix.AF_INET:
+		if !a.Is4() && !a.Is4In6() {
+			return nil, &net.AddrError{Err: "non-IPv4 address", Addr: a.String()}
+		}
+		return &unix.SockaddrInet4{Addr: a.As4(), Port: int(ap.Port())}, nil
+	case unix.AF_INET6:
+		return &unix.SockaddrInet6{Addr: a.As16(), Port: int(ap.Port()), ZoneId: zoneIndex(a.Zone())}, nil
+	}
+	return nil, &net.AddrError{Err: "invalid address family", Addr: a.String()}
 }
 
 // WriteMsgUDP sends a datagram with ancillary data (sendmsg(2)): to addr
@@ -158,13 +229,31 @@ func (c *UDPConn) WriteMsgUDP(b, oob []byte, addr *net.UDPAddr) (n, oobn int, er
 }
 
 // WriteMsgUDPAddrPort is WriteMsgUDP taking a netip.AddrPort (the zero
-// AddrPort meaning none).
+// AddrPort meaning none), with net's address rules and error Addr, as
+// WriteToUDPAddrPort.
 func (c *UDPConn) WriteMsgUDPAddrPort(b, oob []byte, addr netip.AddrPort) (n, oobn int, err error) {
-	var a *net.UDPAddr
-	if addr.IsValid() {
-		a = net.UDPAddrFromAddrPort(addr)
+	if !c.ok() {
+		return 0, 0, syscall.EINVAL
 	}
-	return c.WriteMsgUDP(b, oob, a)
+	switch {
+	case c.fd.isConnected && addr.IsValid():
+		err = net.ErrWriteToConnected
+	case !c.fd.isConnected && !addr.IsValid():
+		err = errMissingAddress
+	default:
+		var sa unix.Sockaddr
+		if addr.IsValid() {
+			sa, err = addrPortToSockaddr(c.fd.family, addr)
+		}
+		if err == nil {
+			n, oobn, err = c.fd.pfd.WriteMsg(b, oob, sa)
+			err = wrapSyscallError("sendmsg", err)
+		}
+	}
+	if err != nil {
+		return n, oobn, c.opError("write", addrPortUDPAddr{addr}, err)
+	}
+	return n, oobn, nil
 }
 
 // ListenPacket announces on the local network address, as
@@ -174,12 +263,13 @@ func ListenPacket(network, address string) (net.PacketConn, error) {
 	return lc.ListenPacket(context.Background(), network, address)
 }
 
-// ListenPacket is (*net.ListenConfig).ListenPacket.
+// ListenPacket is (*net.ListenConfig).ListenPacket. As net's, an empty
+// address for a UDP network is the wildcard with port 0; "unix" and
+// "unixpacket" give a *UnixConn on a listening socket (net's quirk, the
+// counterpart of Listen("unixgram")); a TCP network fails with net's
+// "unexpected address type".
 func (lc *ListenConfig) ListenPacket(ctx context.Context, network, address string) (net.PacketConn, error) {
 	n, err := parseNetwork(network)
-	if err == nil && n.sotype != sockDgram {
-		err = net.UnknownNetworkError(network)
-	}
 	if err != nil {
 		return nil, &net.OpError{Op: "listen", Net: network, Err: err}
 	}
@@ -194,10 +284,12 @@ func (lc *ListenConfig) ListenPacket(ctx context.Context, network, address strin
 		c, err = lc.listenUDP(ctx, network, la)
 	case *net.UnixAddr:
 		var fd *netFD
-		fd, err = socket(ctx, network, unix.AF_UNIX, sockDgram, 0, false, la, nil, lc.socketConfig())
+		fd, err = socket(ctx, network, unix.AF_UNIX, n.sotype, 0, false, la, nil, lc.socketConfig())
 		if err == nil {
 			c = newUnixConn(fd)
 		}
+	default:
+		return nil, &net.OpError{Op: "listen", Net: network, Addr: la, Err: &net.AddrError{Err: "unexpected address type", Addr: address}}
 	}
 	if err != nil {
 		return nil, &net.OpError{Op: "listen", Net: network, Addr: la, Err: err}
