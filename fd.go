@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -42,7 +43,7 @@ type descriptor struct {
 	zeroReadIsEOF bool // a 0-byte read means EOF (everything but datagrams)
 
 	isBlocking atomic.Bool   // O_NONBLOCK cleared: Close neither waits nor interrupts
-	destroyed  chan struct{} // closed by destroy; Close waits on it
+	destroyed  sync.WaitGroup // Done by destroy; Close waits on it
 	cleanup    runtime.Cleanup
 
 	iovecs []unix.Iovec // Writev's cache, guarded by the write lock
@@ -68,8 +69,8 @@ func newDescriptor(sysfd int, p *pollfd.Poller, shard int, pollable, isFile, isS
 		isFile:        isFile,
 		isStream:      isStream,
 		zeroReadIsEOF: zeroReadIsEOF,
-		destroyed:     make(chan struct{}),
 	}
+	fd.destroyed.Add(1)
 	var err error
 	switch {
 	case pollable && shard == anyShard:
@@ -109,7 +110,7 @@ func (fd *descriptor) destroy() error {
 	// close(2) is never retried: after EINTR the descriptor is gone anyway.
 	err := unix.Close(fd.sysfd)
 	fd.sysfd = -1
-	close(fd.destroyed)
+	fd.destroyed.Done()
 	return err
 }
 
@@ -124,7 +125,7 @@ func (fd *descriptor) Close() error {
 	}
 	err := fd.decref()
 	if !fd.isBlocking.Load() {
-		<-fd.destroyed
+		fd.destroyed.Wait()
 	}
 	return err
 }

@@ -30,8 +30,10 @@ import (
 // The zero value is an open, unlocked mutex. It must not be copied.
 type fdMutex struct {
 	state atomic.Uint64
-	rsema fdSema // read waiters park here
-	wsema fdSema // write waiters park here
+	// semas holds the read and write waiters' semaphores, made on first
+	// contention: most descriptors never need them, and an idle
+	// connection's size matters.
+	semas atomic.Pointer[fdSemas]
 }
 
 const (
@@ -88,10 +90,10 @@ func (mu *fdMutex) increfAndClose() bool {
 		next &^= fdmRMask | fdmWMask
 		if mu.state.CompareAndSwap(old, next) {
 			for n := (old & fdmRMask) / fdmRWait; n > 0; n-- {
-				mu.rsema.release()
+				mu.sema(true).release()
 			}
 			for n := (old & fdmWMask) / fdmWWait; n > 0; n-- {
-				mu.wsema.release()
+				mu.sema(false).release()
 			}
 			return true
 		}
@@ -118,7 +120,7 @@ func (mu *fdMutex) decref() bool {
 // with Reads and Writes with Writes. It reports false if the mutex is
 // or becomes closed, in which case nothing is held.
 func (mu *fdMutex) rwlock(read bool) bool {
-	bit, wait, mask, sema := mu.side(read)
+	bit, wait, mask := mu.side(read)
 	for {
 		old := mu.state.Load()
 		if old&fdmClosed != 0 {
@@ -141,7 +143,7 @@ func (mu *fdMutex) rwlock(read bool) bool {
 				return true
 			}
 			// Whoever wakes us has already removed our waiter count.
-			sema.acquire()
+			mu.sema(read).acquire()
 		}
 	}
 }
@@ -150,7 +152,7 @@ func (mu *fdMutex) rwlock(read bool) bool {
 // handing off to one queued waiter if any. It reports true if the
 // mutex is closed and this was the last reference.
 func (mu *fdMutex) rwunlock(read bool) bool {
-	bit, wait, mask, sema := mu.side(read)
+	bit, wait, mask := mu.side(read)
 	for {
 		old := mu.state.Load()
 		if old&bit == 0 || old&fdmRefMask == 0 {
@@ -162,20 +164,36 @@ func (mu *fdMutex) rwunlock(read bool) bool {
 		}
 		if mu.state.CompareAndSwap(old, next) {
 			if old&mask != 0 {
-				sema.release()
+				mu.sema(read).release()
 			}
 			return next&(fdmClosed|fdmRefMask) == fdmClosed
 		}
 	}
 }
 
-// side returns the lock bit, waiter unit, waiter mask and semaphore
-// for the read or write half of mu.
-func (mu *fdMutex) side(read bool) (bit, wait, mask uint64, sema *fdSema) {
+// side returns the lock bit, waiter unit and waiter mask for the read or
+// write half of mu.
+func (mu *fdMutex) side(read bool) (bit, wait, mask uint64) {
 	if read {
-		return fdmRLock, fdmRWait, fdmRMask, &mu.rsema
+		return fdmRLock, fdmRWait, fdmRMask
 	}
-	return fdmWLock, fdmWWait, fdmWMask, &mu.wsema
+	return fdmWLock, fdmWWait, fdmWMask
+}
+
+type fdSemas struct{ r, w fdSema }
+
+// sema returns the read or write semaphore, making the pair on first use
+// (by a waiter or by the releaser that will wake it, whichever is first).
+func (mu *fdMutex) sema(read bool) *fdSema {
+	s := mu.semas.Load()
+	if s == nil {
+		mu.semas.CompareAndSwap(nil, new(fdSemas))
+		s = mu.semas.Load()
+	}
+	if read {
+		return &s.r
+	}
+	return &s.w
 }
 
 // fdSema is a counting semaphore standing in for the runtime's
