@@ -47,15 +47,10 @@ func Listen(network, address string) (net.Listener, error) {
 
 // Listen announces on the local network address, as (*net.ListenConfig).Listen.
 func (lc *ListenConfig) Listen(ctx context.Context, network, address string) (net.Listener, error) {
-	n, err := parseNetwork(network)
+	_, la, err := resolveListenAddr(ctx, network, address)
 	if err != nil {
-		return nil, &net.OpError{Op: "listen", Net: network, Err: err}
+		return nil, err
 	}
-	addrs, err := resolveAddrList(ctx, nil, "listen", n, address, nil)
-	if err != nil {
-		return nil, &net.OpError{Op: "listen", Net: network, Err: err}
-	}
-	la := addrs.first(isIPv4)
 	var l net.Listener
 	switch la := la.(type) {
 	case *net.TCPAddr:
@@ -69,6 +64,21 @@ func (lc *ListenConfig) Listen(ctx context.Context, network, address string) (ne
 		return nil, &net.OpError{Op: "listen", Net: network, Addr: la, Err: err}
 	}
 	return l, nil
+}
+
+// resolveListenAddr parses network and resolves address for a listener,
+// choosing the first IPv4 address if there is one, as net does; errors
+// come as net's *OpError{Op: "listen"}.
+func resolveListenAddr(ctx context.Context, network, address string) (sockNetwork, net.Addr, error) {
+	n, err := parseNetwork(network)
+	if err != nil {
+		return n, nil, &net.OpError{Op: "listen", Net: network, Err: err}
+	}
+	addrs, err := resolveAddrList(ctx, nil, "listen", n, address, nil)
+	if err != nil {
+		return n, nil, &net.OpError{Op: "listen", Net: network, Err: err}
+	}
+	return n, addrs.first(isIPv4), nil
 }
 
 // ListenTCP is net.ListenTCP: laddr nil or with a nil IP listens on all

@@ -57,15 +57,11 @@ func ListenGroup(ctx context.Context, network, address string, n int) ([]net.Lis
 // listenShard is Listen for TCP with the listener on the given shard and
 // its accepted connections inheriting it.
 func (lc *ListenConfig) listenShard(ctx context.Context, network, address string, shard int) (*TCPListener, error) {
-	n, err := parseNetwork(network)
+	_, a, err := resolveListenAddr(ctx, network, address)
 	if err != nil {
-		return nil, &net.OpError{Op: "listen", Net: network, Err: err}
+		return nil, err
 	}
-	addrs, err := resolveAddrList(ctx, nil, "listen", n, address, nil)
-	if err != nil {
-		return nil, &net.OpError{Op: "listen", Net: network, Err: err}
-	}
-	la := addrs.first(isIPv4).(*net.TCPAddr)
+	la := a.(*net.TCPAddr)
 	family, ipv6only := favoriteAddrFamily(network, la, nil, true)
 	cfg := lc.socketConfig()
 	cfg.shard = shard

@@ -269,15 +269,10 @@ func ListenPacket(network, address string) (net.PacketConn, error) {
 // counterpart of Listen("unixgram")); a TCP network fails with net's
 // "unexpected address type".
 func (lc *ListenConfig) ListenPacket(ctx context.Context, network, address string) (net.PacketConn, error) {
-	n, err := parseNetwork(network)
+	n, la, err := resolveListenAddr(ctx, network, address)
 	if err != nil {
-		return nil, &net.OpError{Op: "listen", Net: network, Err: err}
+		return nil, err
 	}
-	addrs, err := resolveAddrList(ctx, nil, "listen", n, address, nil)
-	if err != nil {
-		return nil, &net.OpError{Op: "listen", Net: network, Err: err}
-	}
-	la := addrs.first(isIPv4)
 	var c net.PacketConn
 	switch la := la.(type) {
 	case *net.UDPAddr:
