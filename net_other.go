@@ -1,0 +1,114 @@
+//go:build !linux
+
+package gatenet
+
+import (
+	"context"
+	"net"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/gatenet/gatenet/pollfd"
+)
+
+// Off Linux gatenet delegates to package net: the names below are net's
+// types and functions (the configuration structs keep gatenet's fields;
+// ReusePort, Backlog and Poller are ignored). WaitRead, the context
+// methods, ReadyQueue and ListenGroup are Linux-only.
+
+type (
+	TCPConn      = net.TCPConn
+	UnixConn     = net.UnixConn
+	UDPConn      = net.UDPConn
+	TCPListener  = net.TCPListener
+	UnixListener = net.UnixListener
+)
+
+// ListenConfig mirrors the Linux type; it delegates to net.ListenConfig.
+type ListenConfig struct {
+	Control         func(network, address string, c syscall.RawConn) error
+	KeepAlive       time.Duration
+	KeepAliveConfig net.KeepAliveConfig
+	ReusePort       bool
+	Backlog         int
+	Poller          *pollfd.Poller
+}
+
+func (lc *ListenConfig) std() *net.ListenConfig {
+	return &net.ListenConfig{Control: lc.Control, KeepAlive: lc.KeepAlive, KeepAliveConfig: lc.KeepAliveConfig}
+}
+
+// Listen is (*net.ListenConfig).Listen.
+func (lc *ListenConfig) Listen(ctx context.Context, network, address string) (net.Listener, error) {
+	return lc.std().Listen(ctx, network, address)
+}
+
+// ListenPacket is (*net.ListenConfig).ListenPacket.
+func (lc *ListenConfig) ListenPacket(ctx context.Context, network, address string) (net.PacketConn, error) {
+	return lc.std().ListenPacket(ctx, network, address)
+}
+
+// Dialer mirrors the Linux type; it delegates to net.Dialer.
+type Dialer struct {
+	Timeout         time.Duration
+	Deadline        time.Time
+	LocalAddr       net.Addr
+	FallbackDelay   time.Duration
+	KeepAlive       time.Duration
+	KeepAliveConfig net.KeepAliveConfig
+	Resolver        *net.Resolver
+	Control         func(network, address string, c syscall.RawConn) error
+	ControlContext  func(ctx context.Context, network, address string, c syscall.RawConn) error
+	Poller          *pollfd.Poller
+}
+
+func (d *Dialer) std() *net.Dialer {
+	return &net.Dialer{Timeout: d.Timeout, Deadline: d.Deadline, LocalAddr: d.LocalAddr,
+		FallbackDelay: d.FallbackDelay, KeepAlive: d.KeepAlive, KeepAliveConfig: d.KeepAliveConfig,
+		Resolver: d.Resolver, Control: d.Control, ControlContext: d.ControlContext}
+}
+
+// Dial is (*net.Dialer).Dial.
+func (d *Dialer) Dial(network, address string) (net.Conn, error) {
+	return d.std().Dial(network, address)
+}
+
+// DialContext is (*net.Dialer).DialContext.
+func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	return d.std().DialContext(ctx, network, address)
+}
+
+// The package-level functions are net's.
+func Listen(network, address string) (net.Listener, error) { return net.Listen(network, address) }
+func ListenPacket(network, address string) (net.PacketConn, error) {
+	return net.ListenPacket(network, address)
+}
+func ListenTCP(network string, laddr *net.TCPAddr) (*TCPListener, error) {
+	return net.ListenTCP(network, laddr)
+}
+func ListenUnix(network string, laddr *net.UnixAddr) (*UnixListener, error) {
+	return net.ListenUnix(network, laddr)
+}
+func ListenUDP(network string, laddr *net.UDPAddr) (*UDPConn, error) {
+	return net.ListenUDP(network, laddr)
+}
+func ListenUnixgram(network string, laddr *net.UnixAddr) (*UnixConn, error) {
+	return net.ListenUnixgram(network, laddr)
+}
+func Dial(network, address string) (net.Conn, error) { return net.Dial(network, address) }
+func DialTimeout(network, address string, timeout time.Duration) (net.Conn, error) {
+	return net.DialTimeout(network, address, timeout)
+}
+func DialTCP(network string, laddr, raddr *net.TCPAddr) (*TCPConn, error) {
+	return net.DialTCP(network, laddr, raddr)
+}
+func DialUDP(network string, laddr, raddr *net.UDPAddr) (*UDPConn, error) {
+	return net.DialUDP(network, laddr, raddr)
+}
+func DialUnix(network string, laddr, raddr *net.UnixAddr) (*UnixConn, error) {
+	return net.DialUnix(network, laddr, raddr)
+}
+func FileConn(f *os.File) (net.Conn, error)             { return net.FileConn(f) }
+func FileListener(f *os.File) (net.Listener, error)     { return net.FileListener(f) }
+func FilePacketConn(f *os.File) (net.PacketConn, error) { return net.FilePacketConn(f) }
