@@ -1,0 +1,82 @@
+//go:build linux
+
+// Package reliability_test holds gatenet's reliability tests: churn,
+// torture and faults. Sizes are small by default so that the package runs
+// in well under a minute under -race; GATENET_SOAK=1 selects the big ones.
+package reliability_test
+
+import (
+	"net"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gatenet/gatenet"
+	"github.com/gatenet/gatenet/internal/testutil"
+)
+
+func TestMain(m *testing.M) {
+	warmUp()
+	testutil.VerifyTestMain(m)
+}
+
+// warmUp creates the process-lifetime descriptors (gatenet's default
+// poller, the runtime's netpoller) before any test takes its descriptor
+// baseline, so that CheckLeaks does not count them.
+func warmUp() {
+	if r, w, err := gatenet.Pipe(); err == nil {
+		r.Close()
+		w.Close()
+	}
+	if ln, err := net.Listen("tcp4", "127.0.0.1:0"); err == nil {
+		ln.Close()
+	}
+}
+
+// soak reports whether the big sizes were asked for.
+func soak() bool { return os.Getenv("GATENET_SOAK") == "1" }
+
+func pick(small, big int) int {
+	if soak() {
+		return big
+	}
+	return small
+}
+
+// tcpPair is a connected gatenet TCP pair on 127.0.0.1 (not closed for the
+// caller: tests here close them on purpose).
+func tcpPair(t testing.TB) (client, server *gatenet.TCPConn) {
+	t.Helper()
+	ln, err := gatenet.Listen("tcp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	c, err := gatenet.Dial("tcp4", ln.Addr().String())
+	require.NoError(t, err)
+	s := <-accepted
+	require.NotNil(t, s)
+	return c.(*gatenet.TCPConn), s.(*gatenet.TCPConn)
+}
+
+// netTCPPair is the same with the standard library, for comparisons.
+func netTCPPair(t testing.TB) (client, server *net.TCPConn) {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	c, err := net.Dial("tcp4", ln.Addr().String())
+	require.NoError(t, err)
+	s := <-accepted
+	require.NotNil(t, s)
+	return c.(*net.TCPConn), s.(*net.TCPConn)
+}
