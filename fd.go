@@ -42,7 +42,7 @@ type descriptor struct {
 	isStream      bool // reads and writes are capped at maxRW per syscall
 	zeroReadIsEOF bool // a 0-byte read means EOF (everything but datagrams)
 
-	isBlocking atomic.Bool   // O_NONBLOCK cleared: Close neither waits nor interrupts
+	isBlocking atomic.Bool    // O_NONBLOCK cleared: Close neither waits nor interrupts
 	destroyed  sync.WaitGroup // Done by destroy; Close waits on it
 	cleanup    runtime.Cleanup
 
