@@ -112,3 +112,7 @@ func DialUnix(network string, laddr, raddr *net.UnixAddr) (*UnixConn, error) {
 func FileConn(f *os.File) (net.Conn, error)             { return net.FileConn(f) }
 func FileListener(f *os.File) (net.Listener, error)     { return net.FileListener(f) }
 func FilePacketConn(f *os.File) (net.PacketConn, error) { return net.FilePacketConn(f) }
+
+func ListenMulticastUDP(network string, ifi *net.Interface, gaddr *net.UDPAddr) (*UDPConn, error) {
+	return net.ListenMulticastUDP(network, ifi, gaddr)
+}

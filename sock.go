@@ -186,6 +186,19 @@ func (fd *netFD) listenStream(ctx context.Context, laddr net.Addr, cfg socketCon
 // listenDatagram: SO_REUSEADDR for multicast is left to callers; Control,
 // then bind.
 func (fd *netFD) listenDatagram(ctx context.Context, laddr net.Addr, cfg socketConfig) error {
+	// A multicast group address listens on the wildcard address with a
+	// reusable port, as net does, so several listeners can share a group.
+	if ua, ok := laddr.(*net.UDPAddr); ok && ua.IP.IsMulticast() {
+		if err := unix.SetsockoptInt(fd.pfd.sysfd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
+			return os.NewSyscallError("setsockopt", err)
+		}
+		wild := *ua
+		wild.IP = net.IPv4zero
+		if fd.family == unix.AF_INET6 {
+			wild.IP = net.IPv6unspecified
+		}
+		laddr = &wild
+	}
 	lsa, err := addrToSockaddr(fd.family, laddr)
 	if err != nil {
 		return err

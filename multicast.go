@@ -1,0 +1,92 @@
+//go:build linux
+
+package gatenet
+
+import (
+	"context"
+	"net"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// ListenMulticastUDP listens for datagrams to the group address gaddr on
+// the interface ifi (nil: the system's choice), as net.ListenMulticastUDP:
+// the socket is bound to the wildcard address on gaddr's port with
+// SO_REUSEADDR, joins the group (IP_ADD_MEMBERSHIP / IPV6_JOIN_GROUP) and,
+// as net's, turns off the loopback of its own multicast sends.
+func ListenMulticastUDP(network string, ifi *net.Interface, gaddr *net.UDPAddr) (*UDPConn, error) {
+	switch network {
+	case "udp", "udp4", "udp6":
+	default:
+		return nil, &net.OpError{Op: "listen", Net: network, Addr: opAddr(gaddr), Err: net.UnknownNetworkError(network)}
+	}
+	if gaddr == nil || gaddr.IP == nil {
+		return nil, &net.OpError{Op: "listen", Net: network, Addr: opAddr(gaddr), Err: errMissingAddress}
+	}
+	var lc ListenConfig
+	c, err := lc.listenUDP(context.Background(), network, gaddr)
+	if err != nil {
+		return nil, &net.OpError{Op: "listen", Net: network, Addr: gaddr, Err: err}
+	}
+	if err := c.fd.joinGroup(ifi, gaddr.IP); err != nil {
+		c.Close()
+		return nil, &net.OpError{Op: "listen", Net: network, Addr: gaddr, Err: err}
+	}
+	return c, nil
+}
+
+// joinGroup sets the multicast interface, turns multicast loopback off and
+// joins group, as net's listenIPv4MulticastUDP / listenIPv6MulticastUDP.
+func (fd *netFD) joinGroup(ifi *net.Interface, group net.IP) error {
+	if err := fd.pfd.incref(); err != nil {
+		return err
+	}
+	defer fd.pfd.decref()
+	s := fd.pfd.sysfd
+	if ip4 := group.To4(); ip4 != nil && fd.family == unix.AF_INET {
+		mreq := &unix.IPMreq{Multiaddr: [4]byte(ip4)}
+		if ifi != nil {
+			addr, err := interfaceIPv4(ifi)
+			if err != nil {
+				return err
+			}
+			mreq.Interface = addr
+			if err := unix.SetsockoptInet4Addr(s, unix.IPPROTO_IP, unix.IP_MULTICAST_IF, addr); err != nil {
+				return os.NewSyscallError("setsockopt", err)
+			}
+		}
+		if err := unix.SetsockoptByte(s, unix.IPPROTO_IP, unix.IP_MULTICAST_LOOP, 0); err != nil {
+			return os.NewSyscallError("setsockopt", err)
+		}
+		return os.NewSyscallError("setsockopt", unix.SetsockoptIPMreq(s, unix.IPPROTO_IP, unix.IP_ADD_MEMBERSHIP, mreq))
+	}
+	mreq := &unix.IPv6Mreq{Multiaddr: [16]byte(group.To16())}
+	if ifi != nil {
+		mreq.Interface = uint32(ifi.Index)
+		if err := unix.SetsockoptInt(s, unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_IF, ifi.Index); err != nil {
+			return os.NewSyscallError("setsockopt", err)
+		}
+	}
+	if err := unix.SetsockoptInt(s, unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_LOOP, 0); err != nil {
+		return os.NewSyscallError("setsockopt", err)
+	}
+	return os.NewSyscallError("setsockopt", unix.SetsockoptIPv6Mreq(s, unix.IPPROTO_IPV6, unix.IPV6_JOIN_GROUP, mreq))
+}
+
+// interfaceIPv4 is the first IPv4 address of ifi, as net's multicast
+// code uses to name an interface to IPv4.
+func interfaceIPv4(ifi *net.Interface) ([4]byte, error) {
+	addrs, err := ifi.Addrs()
+	if err != nil {
+		return [4]byte{}, err
+	}
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok {
+			if ip4 := ipn.IP.To4(); ip4 != nil {
+				return [4]byte(ip4), nil
+			}
+		}
+	}
+	return [4]byte{}, &net.AddrError{Err: "no IPv4 address on the interface", Addr: ifi.Name}
+}

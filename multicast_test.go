@@ -1,0 +1,103 @@
+//go:build linux
+
+package gatenet_test
+
+import (
+	"errors"
+	"net"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/gatenet/gatenet"
+	"github.com/gatenet/gatenet/internal/testutil"
+)
+
+// sendMulticast sends msg to group through the loopback interface.
+func sendMulticast(t *testing.T, group *net.UDPAddr, msg string) error {
+	s, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	defer s.Close()
+	rc, err := s.SyscallConn()
+	require.NoError(t, err)
+	var serr error
+	rc.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInet4Addr(int(fd), unix.IPPROTO_IP, unix.IP_MULTICAST_IF, [4]byte{127, 0, 0, 1})
+	})
+	if serr != nil {
+		return serr
+	}
+	_, err = s.WriteToUDP([]byte(msg), group)
+	return err
+}
+
+// receiveOne reads one datagram within a generous bound.
+func receiveOne(c net.PacketConn) (string, error) {
+	c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	b := make([]byte, 64)
+	n, _, err := c.ReadFrom(b)
+	return string(b[:n]), err
+}
+
+func TestListenMulticastUDP(t *testing.T) {
+	testutil.CheckLeaks(t)
+	lo, err := net.InterfaceByName("lo")
+	require.NoError(t, err)
+	// A free port, then the group on it.
+	probe, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	port := probe.LocalAddr().(*net.UDPAddr).Port
+	probe.Close()
+	group := &net.UDPAddr{IP: net.IPv4(239, 255, 77, 1), Port: port}
+
+	c, err := gatenet.ListenMulticastUDP("udp4", lo, group)
+	if err != nil {
+		t.Skipf("joining %v on lo is refused here: %v", group, err)
+	}
+	defer c.Close()
+	// The listener is bound to the wildcard address on the group's port.
+	require.Equal(t, "0.0.0.0:"+strconv.Itoa(port), c.LocalAddr().String())
+
+	if err := sendMulticast(t, group, "to the group"); err != nil {
+		t.Skipf("this kernel will not send multicast over lo: %v", err)
+	}
+	got, err := receiveOne(c)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// Is it this machine? Ask net the same question.
+		nc, nerr := net.ListenMulticastUDP("udp4", lo, &net.UDPAddr{IP: group.IP, Port: port + 1})
+		if nerr == nil {
+			defer nc.Close()
+			sendMulticast(t, &net.UDPAddr{IP: group.IP, Port: port + 1}, "x")
+			if _, nerr = receiveOne(nc); nerr != nil {
+				t.Skipf("multicast over lo is not delivered here, to net either: %v", nerr)
+			}
+		}
+	}
+	require.NoError(t, err)
+	require.Equal(t, "to the group", got)
+}
+
+func TestListenMulticastUDPBadInput(t *testing.T) {
+	testutil.CheckLeaks(t)
+	for _, tc := range []struct {
+		network string
+		gaddr   *net.UDPAddr
+	}{
+		{"tcp", &net.UDPAddr{IP: net.IPv4(239, 1, 1, 1), Port: 9}},
+		{"udp4", nil},
+		{"udp4", &net.UDPAddr{Port: 9}},
+	} {
+		_, gerr := gatenet.ListenMulticastUDP(tc.network, nil, tc.gaddr)
+		_, nerr := net.ListenMulticastUDP(tc.network, nil, tc.gaddr)
+		require.Error(t, gerr)
+		require.Error(t, nerr)
+		require.Equal(t, nerr.Error(), gerr.Error(), "%s %v", tc.network, tc.gaddr)
+	}
+}
+
+
+
