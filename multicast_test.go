@@ -98,6 +98,3 @@ func TestListenMulticastUDPBadInput(t *testing.T) {
 		require.Equal(t, nerr.Error(), gerr.Error(), "%s %v", tc.network, tc.gaddr)
 	}
 }
-
-
-
