@@ -35,7 +35,9 @@ package pollfd
 //	             after every wake: ready → consume it, return nil (Ready is
 //	             consumed first); else the error checks again; else waiting
 //	             = true, unlock, park on wake; on wake, relock, start over.
-//	edge         ready = true; if waiting: waiting = false, send on wake.
+//	edge         ready = true; if waiting: waiting = false, send on wake;
+//	             else, if a ReadyList watches the read side and it is
+//	             armed, queue it there (ready.go).
 //	timer fires  if its generation is current: expired = true; if waiting:
 //	             waiting = false, send on wake (no ready).
 //	SetDeadline  in the past: expired = true and wake a waiter (no ready);
@@ -62,6 +64,15 @@ package pollfd
 //     serialise waiters, so no second consumer can steal an edge. Wait still
 //     refuses a second concurrent waiter (ErrDoubleWait) rather than
 //     corrupting the gate.
+//   - Cancellation versus wake. A waiter whose context ends takes mu before
+//     deciding: if waiting is still set, no waker has claimed the park and
+//     none will (wakers need waiting), so it withdraws; otherwise the token
+//     is already in wake (sent under mu) and it takes it, so no stale token
+//     is left to wake a later park early.
+//   - Late edges. An edge can be delivered after the bytes it announced
+//     were read (the drain loop lags the syscall); a later Wait then
+//     returns at once, the retried syscall sees EAGAIN and Wait parks: a
+//     spurious wake-up, harmless, exactly as with the runtime's poller.
 //   - Stale events. The drain loop finds a Desc by token (table.go); once
 //     Close has removed it, its events are dropped, and a reused fd number
 //     gets a new token.
