@@ -71,10 +71,10 @@ func (d *Desc) SetDeadline(t time.Time, mode Mode) error {
 			woke++
 		}
 	}
-	d.mu.Unlock()
-	if woke > 0 {
+	if woke > 0 { // counted under mu: the woken waiter sees it
 		d.shard.stats.wakeupsDeadline.Add(uint64(woke))
 	}
+	d.mu.Unlock()
 	return nil
 }
 
@@ -122,10 +122,11 @@ func (d *Desc) deadlineFired(g *gate) {
 	}
 	g.expired = true
 	g.deadline = 0
-	woke := g.wakeLocked()
-	d.mu.Unlock()
+	// Counted before the wake, so a waiter that returns ErrTimeout always
+	// finds its timer in Stats.
 	d.shard.stats.timerFires.Add(1)
-	if woke {
+	if g.wakeLocked() {
 		d.shard.stats.wakeupsDeadline.Add(1)
 	}
+	d.mu.Unlock()
 }

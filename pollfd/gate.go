@@ -352,10 +352,10 @@ func (d *Desc) deliver(events uint32) {
 			woke++
 		}
 	}
-	d.mu.Unlock()
-	if woke > 0 {
+	if woke > 0 { // counted under mu: the woken waiter sees it
 		d.shard.stats.wakeupsEvent.Add(uint64(woke))
 	}
+	d.mu.Unlock()
 }
 
 // Unblock marks the descriptor closing and wakes both waiters without
@@ -380,10 +380,10 @@ func (d *Desc) Unblock() {
 			woke++
 		}
 	}
-	d.mu.Unlock()
-	if woke > 0 {
+	if woke > 0 { // counted under mu: the woken waiter sees it
 		d.shard.stats.wakeupsClose.Add(uint64(woke))
 	}
+	d.mu.Unlock()
 }
 
 // Close removes the descriptor from the epoll set (EPOLL_CTL_DEL) and from
