@@ -53,12 +53,41 @@ func (c *UDPConn) ReadFrom(b []byte) (int, net.Addr, error) {
 }
 
 // ReadFromUDPAddrPort is ReadFromUDP returning a netip.AddrPort.
+// It converts the sender straight from the kernel's address, with no
+// *net.UDPAddr in between.
 func (c *UDPConn) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
-	n, addr, err := c.ReadFromUDP(b)
-	if addr == nil {
-		return n, netip.AddrPort{}, err
+	if !c.ok() {
+		return 0, netip.AddrPort{}, syscall.EINVAL
 	}
-	return n, addr.AddrPort(), err
+	n, sa, err := c.fd.pfd.ReadFrom(b)
+	if err != nil {
+		return n, netip.AddrPort{}, c.opError("read", c.fd.raddr, wrapSyscallError("recvfrom", err))
+	}
+	return n, sockaddrAddrPort(c.fd.family, sa), nil
+}
+
+// sockaddrAddrPort converts a sender address as net's UDP code does: the
+// socket family decides, and a missing or foreign address reads as that
+// family's zero address.
+func sockaddrAddrPort(family int, sa unix.Sockaddr) netip.AddrPort {
+	switch family {
+	case unix.AF_INET:
+		var ip [4]byte
+		var port int
+		if sa, ok := sa.(*unix.SockaddrInet4); ok {
+			ip, port = sa.Addr, sa.Port
+		}
+		return netip.AddrPortFrom(netip.AddrFrom4(ip), uint16(port))
+	case unix.AF_INET6:
+		var ip [16]byte
+		var port int
+		var zone uint32
+		if sa, ok := sa.(*unix.SockaddrInet6); ok {
+			ip, port, zone = sa.Addr, sa.Port, sa.ZoneId
+		}
+		return netip.AddrPortFrom(netip.AddrFrom16(ip).WithZone(zoneName(zone)), uint16(port))
+	}
+	return netip.AddrPort{}
 }
 
 // ReadMsgUDP reads a datagram with its ancillary data (recvmsg(2));
@@ -84,23 +113,7 @@ func (c *UDPConn) ReadMsgUDPAddrPort(b, oob []byte) (n, oobn, flags int, addr ne
 	}
 	var sa unix.Sockaddr
 	n, oobn, flags, sa, err = c.fd.pfd.ReadMsg(b, oob, 0)
-	switch c.fd.family {
-	case unix.AF_INET:
-		var ip [4]byte
-		var port int
-		if sa, ok := sa.(*unix.SockaddrInet4); ok {
-			ip, port = sa.Addr, sa.Port
-		}
-		addr = netip.AddrPortFrom(netip.AddrFrom4(ip), uint16(port))
-	case unix.AF_INET6:
-		var ip [16]byte
-		var port int
-		var zone uint32
-		if sa, ok := sa.(*unix.SockaddrInet6); ok {
-			ip, port, zone = sa.Addr, sa.Port, sa.ZoneId
-		}
-		addr = netip.AddrPortFrom(netip.AddrFrom16(ip).WithZone(zoneName(zone)), uint16(port))
-	}
+	addr = sockaddrAddrPort(c.fd.family, sa)
 	if err != nil {
 		err = c.opError("read", c.fd.raddr, wrapSyscallError("recvmsg", err))
 	}
