@@ -185,26 +185,7 @@ func benchBulk(b *testing.B, k pipeKind) {
 	defer ps.close(b)
 	r, w := ps.pipe(b)
 
-	type result struct {
-		n   int64
-		err error
-	}
-	readDone := make(chan result, 1)
-	go func() {
-		buf := make([]byte, bulkChunk)
-		var n int64
-		for {
-			m, err := r.Read(buf)
-			n += int64(m)
-			if err != nil {
-				if err == io.EOF {
-					err = nil
-				}
-				readDone <- result{n, err}
-				return
-			}
-		}
-	}()
+	readDone := benchharness.Drain(r, bulkChunk)
 
 	chunk := make([]byte, bulkChunk)
 	b.SetBytes(bulkChunk)
@@ -220,11 +201,11 @@ func benchBulk(b *testing.B, k pipeKind) {
 	}
 	res := <-readDone // the tail still in the pipe counts
 	b.StopTimer()
-	if res.err != nil {
-		b.Errorf("reader: %v", res.err)
+	if res.Err != nil {
+		b.Errorf("reader: %v", res.Err)
 	}
-	if want := int64(b.N) * bulkChunk; res.n != want {
-		b.Errorf("reader got %d bytes, want %d", res.n, want)
+	if want := int64(b.N) * bulkChunk; res.N != want {
+		b.Errorf("reader got %d bytes, want %d", res.N, want)
 	}
 }
 

@@ -142,27 +142,8 @@ func benchTCPBulk(b *testing.B, s tcpStack) {
 	testutil.CheckLeaks(b)
 	c, a := tcpPair(b, s)
 
-	type result struct {
-		n   int64
-		err error
-	}
-	readDone := make(chan result, 1)
-	go func() {
-		defer a.Close()
-		buf := make([]byte, tcpBulkChunk)
-		var n int64
-		for {
-			m, err := a.Read(buf)
-			n += int64(m)
-			if err != nil {
-				if err == io.EOF {
-					err = nil
-				}
-				readDone <- result{n, err}
-				return
-			}
-		}
-	}()
+	readDone := benchharness.Drain(a, tcpBulkChunk)
+	defer a.Close()
 
 	chunk := make([]byte, tcpBulkChunk)
 	b.SetBytes(tcpBulkChunk)
@@ -178,11 +159,11 @@ func benchTCPBulk(b *testing.B, s tcpStack) {
 	}
 	res := <-readDone // the tail still in the socket buffers counts
 	b.StopTimer()
-	if res.err != nil {
-		b.Errorf("reader: %v", res.err)
+	if res.Err != nil {
+		b.Errorf("reader: %v", res.Err)
 	}
-	if want := int64(b.N) * tcpBulkChunk; res.n != want {
-		b.Errorf("reader got %d bytes, want %d", res.n, want)
+	if want := int64(b.N) * tcpBulkChunk; res.N != want {
+		b.Errorf("reader got %d bytes, want %d", res.N, want)
 	}
 }
 

@@ -168,26 +168,7 @@ func bulk(kind string, size int, duration time.Duration) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	type got struct {
-		n   int64
-		err error
-	}
-	readDone := make(chan got, 1)
-	go func() {
-		buf := make([]byte, size)
-		var total int64
-		for {
-			m, err := r.Read(buf)
-			total += int64(m)
-			if err != nil {
-				if err == io.EOF {
-					err = nil
-				}
-				readDone <- got{total, err}
-				return
-			}
-		}
-	}()
+	readDone := benchharness.Drain(r, size)
 
 	chunk := make([]byte, size)
 	write := func() error {
@@ -200,14 +181,14 @@ func bulk(kind string, size int, duration time.Duration) (result, error) {
 	g := <-readDone // the tail still in the pipe counts
 	elapsed, cpu := meter.Stop()
 	closeErr := closeAll(r, w)
-	if err := errors.Join(loopErr, g.err, closeErr); err != nil {
+	if err := errors.Join(loopErr, g.Err, closeErr); err != nil {
 		return result{}, err
 	}
 	// The timed part counts the bytes written in it; up to a pipe buffer
 	// of warm-up data is read inside it too, balanced by the tail the
 	// reader drains after the last write.
-	if want := (int64(warm) + n) * int64(size); g.n != want {
-		return result{}, fmt.Errorf("reader got %d bytes, want %d", g.n, want)
+	if want := (int64(warm) + n) * int64(size); g.N != want {
+		return result{}, fmt.Errorf("reader got %d bytes, want %d", g.N, want)
 	}
 	return result{Ops: n, Bytes: n * int64(size), Seconds: elapsed.Seconds(), CPUNanos: cpu}, nil
 }

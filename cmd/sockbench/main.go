@@ -230,27 +230,8 @@ func bulk(s stack, size int, duration time.Duration) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	type got struct {
-		n   int64
-		err error
-	}
-	readDone := make(chan got, 1)
-	go func() {
-		defer a.Close()
-		buf := make([]byte, size)
-		var total int64
-		for {
-			m, err := a.Read(buf)
-			total += int64(m)
-			if err != nil {
-				if err == io.EOF {
-					err = nil
-				}
-				readDone <- got{total, err}
-				return
-			}
-		}
-	}()
+	readDone := benchharness.Drain(a, size)
+	defer a.Close()
 
 	chunk := make([]byte, size)
 	write := func() error {
@@ -262,14 +243,14 @@ func bulk(s stack, size int, duration time.Duration) (result, error) {
 	closeErr := c.Close()
 	g := <-readDone // the tail still in the socket buffers counts
 	elapsed, cpu := meter.Stop()
-	if err := errors.Join(loopErr, g.err, closeErr); err != nil {
+	if err := errors.Join(loopErr, g.Err, closeErr); err != nil {
 		return result{}, err
 	}
 	// As in pipebench: the timed part counts the bytes written in it; the
 	// warm-up data still buffered when it starts balances the tail drained
 	// after the last write.
-	if want := (int64(warm) + n) * int64(size); g.n != want {
-		return result{}, fmt.Errorf("reader got %d bytes, want %d", g.n, want)
+	if want := (int64(warm) + n) * int64(size); g.N != want {
+		return result{}, fmt.Errorf("reader got %d bytes, want %d", g.N, want)
 	}
 	return result{Ops: n, Bytes: n * int64(size), Seconds: elapsed.Seconds(), CPUNanos: cpu}, nil
 }

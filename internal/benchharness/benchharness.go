@@ -394,3 +394,33 @@ func Echo(r io.Reader, w io.Writer, size int) <-chan error {
 	}()
 	return done
 }
+
+// Drained is what Drain read: the byte count, and the error that ended it
+// (nil for EOF).
+type Drained struct {
+	N   int64
+	Err error
+}
+
+// Drain starts the bulk peer: it reads r with a size-byte buffer, discarding
+// the bytes, until EOF or an error, and sends the total on the channel
+// (which has room for it).
+func Drain(r io.Reader, size int) <-chan Drained {
+	done := make(chan Drained, 1)
+	go func() {
+		buf := make([]byte, size)
+		var n int64
+		for {
+			m, err := r.Read(buf)
+			n += int64(m)
+			if err != nil {
+				if err == io.EOF {
+					err = nil
+				}
+				done <- Drained{n, err}
+				return
+			}
+		}
+	}()
+	return done
+}
