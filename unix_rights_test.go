@@ -4,7 +4,6 @@ package gatenet_test
 
 import (
 	"io"
-	"net"
 	"os"
 	"testing"
 	"time"
@@ -16,22 +15,9 @@ import (
 	"github.com/gatenet/gatenet/internal/testutil"
 )
 
-// unixPair is a connected gatenet Unix stream pair, closed at the end.
+// unixPair is testutil.Pair over a Unix socket in a temp dir.
 func unixPair(t *testing.T) (a, b *gatenet.UnixConn) {
-	t.Helper()
-	ln, err := gatenet.Listen("unix", t.TempDir()+"/s")
-	require.NoError(t, err)
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, _ := ln.Accept()
-		accepted <- c
-	}()
-	c, err := gatenet.Dial("unix", ln.Addr().String())
-	require.NoError(t, err)
-	s := <-accepted
-	require.NotNil(t, s)
-	t.Cleanup(func() { c.Close(); s.Close() })
+	c, s := testutil.Pair(t, "unix", t.TempDir()+"/s")
 	return c.(*gatenet.UnixConn), s.(*gatenet.UnixConn)
 }
 

@@ -46,24 +46,8 @@ func waitPairs(t *testing.T) map[string]func(t *testing.T) (r waiter, w io.Write
 	}
 }
 
-// gatenetTCPPair is a connected gatenet TCP pair on 127.0.0.1, closed at the end.
-func gatenetTCPPair(t testing.TB) (client, server *gatenet.TCPConn) {
-	t.Helper()
-	ln, err := gatenet.Listen("tcp4", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, _ := ln.Accept()
-		accepted <- c
-	}()
-	c, err := gatenet.Dial("tcp4", ln.Addr().String())
-	require.NoError(t, err)
-	s := <-accepted
-	require.NotNil(t, s)
-	t.Cleanup(func() { c.Close(); s.Close() })
-	return c.(*gatenet.TCPConn), s.(*gatenet.TCPConn)
-}
+// gatenetTCPPair is testutil.TCPPair, under the name these tests use.
+var gatenetTCPPair = testutil.TCPPair
 
 func goWaitRead(ctx context.Context, w waiter) <-chan error {
 	ch := make(chan error, 1)

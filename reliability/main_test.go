@@ -44,24 +44,9 @@ func pick(small, big int) int {
 	return small
 }
 
-// tcpPair is a connected gatenet TCP pair on 127.0.0.1 (not closed for the
-// caller: tests here close them on purpose).
-func tcpPair(t testing.TB) (client, server *gatenet.TCPConn) {
-	t.Helper()
-	ln, err := gatenet.Listen("tcp4", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, _ := ln.Accept()
-		accepted <- c
-	}()
-	c, err := gatenet.Dial("tcp4", ln.Addr().String())
-	require.NoError(t, err)
-	s := <-accepted
-	require.NotNil(t, s)
-	return c.(*gatenet.TCPConn), s.(*gatenet.TCPConn)
-}
+// tcpPair is testutil.TCPPair (tests here also close the conns on
+// purpose; the cleanup's second Close is ignored).
+var tcpPair = testutil.TCPPair
 
 // netTCPPair is the same with the standard library, for comparisons.
 func netTCPPair(t testing.TB) (client, server *net.TCPConn) {
