@@ -25,35 +25,20 @@ import (
 	"testing"
 
 	"github.com/gatenet/gatenet"
+	"github.com/gatenet/gatenet/internal/benchharness"
 	"github.com/gatenet/gatenet/internal/testutil"
 )
 
-// discardReader reads c until EOF in a goroutine and sends the byte count
-// and the error (nil for EOF); it closes c when done.
-func discardReader(c net.Conn, bufSize int) <-chan readResult {
-	done := make(chan readResult, 1)
+// discardReader is benchharness.Drain that also closes c once drained.
+func discardReader(c net.Conn, bufSize int) <-chan benchharness.Drained {
+	done := make(chan benchharness.Drained, 1)
+	drained := benchharness.Drain(c, bufSize)
 	go func() {
-		defer c.Close()
-		buf := make([]byte, bufSize)
-		var n int64
-		for {
-			m, err := c.Read(buf)
-			n += int64(m)
-			if err != nil {
-				if err == io.EOF {
-					err = nil
-				}
-				done <- readResult{n, err}
-				return
-			}
-		}
+		r := <-drained
+		c.Close()
+		done <- r
 	}()
 	return done
-}
-
-type readResult struct {
-	n   int64
-	err error
 }
 
 // ---- FileToConn ----
@@ -108,11 +93,11 @@ func benchFileToConn(b *testing.B, s tcpStack, path string) {
 	}
 	res := <-readDone
 	b.StopTimer()
-	if res.err != nil {
-		b.Errorf("reader: %v", res.err)
+	if res.Err != nil {
+		b.Errorf("reader: %v", res.Err)
 	}
-	if want := int64(b.N) * fileToConnSize; res.n != want {
-		b.Errorf("reader got %d bytes, want %d", res.n, want)
+	if want := int64(b.N) * fileToConnSize; res.N != want {
+		b.Errorf("reader got %d bytes, want %d", res.N, want)
 	}
 }
 
@@ -173,11 +158,11 @@ func benchProxy(b *testing.B, s tcpStack) {
 	if pres.n != want {
 		b.Errorf("proxy copied %d bytes, want %d", pres.n, want)
 	}
-	if res.err != nil {
-		b.Errorf("server: %v", res.err)
+	if res.Err != nil {
+		b.Errorf("server: %v", res.Err)
 	}
-	if res.n != want {
-		b.Errorf("server got %d bytes, want %d", res.n, want)
+	if res.N != want {
+		b.Errorf("server got %d bytes, want %d", res.N, want)
 	}
 }
 
@@ -322,10 +307,10 @@ func benchWritev(b *testing.B, s tcpStack) {
 	}
 	res := <-readDone
 	b.StopTimer()
-	if res.err != nil {
-		b.Errorf("reader: %v", res.err)
+	if res.Err != nil {
+		b.Errorf("reader: %v", res.Err)
 	}
-	if want := int64(b.N) * writevBufs * writevSize; res.n != want {
-		b.Errorf("reader got %d bytes, want %d", res.n, want)
+	if want := int64(b.N) * writevBufs * writevSize; res.N != want {
+		b.Errorf("reader got %d bytes, want %d", res.N, want)
 	}
 }
