@@ -141,17 +141,7 @@ func pingPong(kind string, size int, duration time.Duration) (result, error) {
 	}
 	echoDone := benchharness.Echo(aR, bW, size)
 
-	msg := make([]byte, size)
-	reply := make([]byte, size)
-	roundTrip := func() error {
-		if _, err := aW.Write(msg); err != nil {
-			return err
-		}
-		_, err := io.ReadFull(bR, reply)
-		return err
-	}
-
-	n, meter, loopErr := benchharness.Run(1000, duration, roundTrip)
+	n, meter, loopErr := benchharness.PingPong(aW, bR, size, duration, nil)
 	elapsed, cpu := meter.Stop()
 
 	aW.Close()

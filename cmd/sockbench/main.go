@@ -30,14 +30,9 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net"
 	"time"
 
-	"github.com/gatenet/gatenet"
 	"github.com/gatenet/gatenet/internal/benchharness"
 )
 
@@ -135,32 +130,9 @@ func bestRow(h *benchharness.Harness, w workload, res map[string][]result) strin
 
 // ---- child ----
 
-// stack is the socket API of one contender.
-type stack struct {
-	listen func() (net.Listener, error)
-	dial   func(addr string) (net.Conn, error)
-}
-
-func newStack(kind string) (stack, error) {
-	switch kind {
-	case "net":
-		var lc net.ListenConfig
-		lc.SetMultipathTCP(false)
-		return stack{
-			listen: func() (net.Listener, error) { return lc.Listen(context.Background(), "tcp4", "127.0.0.1:0") },
-			dial:   func(addr string) (net.Conn, error) { return net.Dial("tcp4", addr) },
-		}, nil
-	case "gatenet":
-		return stack{
-			listen: func() (net.Listener, error) { return gatenet.Listen("tcp4", "127.0.0.1:0") },
-			dial:   func(addr string) (net.Conn, error) { return gatenet.Dial("tcp4", addr) },
-		}, nil
-	}
-	return stack{}, fmt.Errorf("unknown -kind %q", kind)
-}
-
+// The workloads are internal/benchharness's, shared with cmd/gatebench.
 func runChild(mode, kind string, size int, duration time.Duration) (result, error) {
-	s, err := newStack(kind)
+	s, err := benchharness.StackFor(kind)
 	if err != nil {
 		return result{}, err
 	}
@@ -170,148 +142,11 @@ func runChild(mode, kind string, size int, duration time.Duration) (result, erro
 			return result{}, fmt.Errorf("-size %d", size)
 		}
 		if mode == "pingpong" {
-			return pingPong(s, size, duration)
+			return benchharness.TCPPingPong(s, size, duration, nil)
 		}
-		return bulk(s, size, duration)
+		return benchharness.TCPBulk(s, size, duration)
 	case "accept":
-		return accept(s, duration)
+		return benchharness.TCPAccept(s, duration)
 	}
 	return result{}, fmt.Errorf("unknown -child %q", mode)
-}
-
-// connPair returns a connected pair: c dialled, a accepted.
-func connPair(s stack) (c, a net.Conn, err error) {
-	ln, err := s.listen()
-	if err != nil {
-		return nil, nil, err
-	}
-	defer ln.Close()
-	// On loopback the handshake completes in connect: the connection
-	// waits in the backlog, and Accept finds it there.
-	if c, err = s.dial(ln.Addr().String()); err != nil {
-		return nil, nil, err
-	}
-	if a, err = ln.Accept(); err != nil {
-		c.Close()
-		return nil, nil, err
-	}
-	return c, a, nil
-}
-
-func pingPong(s stack, size int, duration time.Duration) (result, error) {
-	c, a, err := connPair(s)
-	if err != nil {
-		return result{}, err
-	}
-	echoDone := benchharness.Echo(a, a, size)
-	defer a.Close()
-
-	msg := make([]byte, size)
-	reply := make([]byte, size)
-	roundTrip := func() error {
-		if _, err := c.Write(msg); err != nil {
-			return err
-		}
-		_, err := io.ReadFull(c, reply)
-		return err
-	}
-	n, meter, loopErr := benchharness.Run(1000, duration, roundTrip)
-	elapsed, cpu := meter.Stop()
-
-	closeErr := c.Close()
-	if err := errors.Join(loopErr, <-echoDone, closeErr); err != nil {
-		return result{}, err
-	}
-	return result{Ops: n, Bytes: n * int64(size), Seconds: elapsed.Seconds(), CPUNanos: cpu}, nil
-}
-
-func bulk(s stack, size int, duration time.Duration) (result, error) {
-	c, a, err := connPair(s)
-	if err != nil {
-		return result{}, err
-	}
-	readDone := benchharness.Drain(a, size)
-	defer a.Close()
-
-	chunk := make([]byte, size)
-	write := func() error {
-		_, err := c.Write(chunk)
-		return err
-	}
-	const warm = 256 // 32 MiB: more than loopback's socket buffers hold
-	n, meter, loopErr := benchharness.Run(warm, duration, write)
-	closeErr := c.Close()
-	g := <-readDone // the tail still in the socket buffers counts
-	elapsed, cpu := meter.Stop()
-	if err := errors.Join(loopErr, g.Err, closeErr); err != nil {
-		return result{}, err
-	}
-	// As in pipebench: the timed part counts the bytes written in it; the
-	// warm-up data still buffered when it starts balances the tail drained
-	// after the last write.
-	if want := (int64(warm) + n) * int64(size); g.N != want {
-		return result{}, fmt.Errorf("reader got %d bytes, want %d", g.N, want)
-	}
-	return result{Ops: n, Bytes: n * int64(size), Seconds: elapsed.Seconds(), CPUNanos: cpu}, nil
-}
-
-func accept(s stack, duration time.Duration) (result, error) {
-	ln, err := s.listen()
-	if err != nil {
-		return result{}, err
-	}
-	addr := ln.Addr().String()
-	type got struct {
-		n   int64
-		err error
-	}
-	acceptDone := make(chan got, 1)
-	go func() {
-		var n int64
-		for {
-			a, err := ln.Accept()
-			if err != nil {
-				if errors.Is(err, net.ErrClosed) {
-					err = nil
-				}
-				acceptDone <- got{n, err}
-				return
-			}
-			n++
-			if err := a.Close(); err != nil {
-				acceptDone <- got{n, err}
-				return
-			}
-		}
-	}()
-
-	// One connection: dial, wait for the server's close (EOF), close.
-	// Waiting keeps dialler and acceptor in step, and leaves the
-	// TIME_WAIT on the server's side, where a new SYN may reuse it.
-	var buf [1]byte
-	conn := func() error {
-		c, err := s.dial(addr)
-		if err != nil {
-			return err
-		}
-		_, err = c.Read(buf[:])
-		if err == io.EOF {
-			err = nil
-		} else if err == nil {
-			err = errors.New("read data, want EOF")
-		}
-		return errors.Join(err, c.Close())
-	}
-	const warm = 100
-	n, meter, loopErr := benchharness.Run(warm, duration, conn)
-	elapsed, cpu := meter.Stop()
-	closeErr := ln.Close()
-	g := <-acceptDone
-	if err := errors.Join(loopErr, g.err, closeErr); err != nil {
-		return result{}, err
-	}
-	if loopErr == nil && g.n != warm+n {
-		return result{}, fmt.Errorf("accepted %d connections, dialled %d", g.n, warm+n)
-	}
-	return result{Ops: n, Seconds: elapsed.Seconds(), CPUNanos: cpu}, nil
 }

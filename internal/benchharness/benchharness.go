@@ -1,15 +1,22 @@
 //go:build linux
 
-// Package benchharness is the side-by-side machinery that cmd/pipebench and
-// cmd/sockbench share: running each measurement round in a fresh child
-// process with GATENET_POLLER set, alternating the contenders, and printing
-// markdown tables of medians with their ranges and ratios to the standard
-// library's baseline.
+// Package benchharness is the side-by-side machinery that cmd/pipebench,
+// cmd/sockbench and cmd/gatebench share: running each measurement round in
+// a fresh child process (with GATENET_POLLER set, or with the command's own
+// contenders), alternating the contenders, and printing markdown tables of
+// medians with their ranges and ratios to the standard library's baseline.
 //
 // A command calls Main with a Command. Main parses the common flags
-// (-rounds, -duration and the hidden -child, -kind, -size) and either runs
-// the parent, which calls Collect per workload and Table to print, or one
-// child round, whose Result it prints on stdout as JSON.
+// (-rounds, -duration, the command's own, and the hidden -child, -kind,
+// -size) and either runs the parent, which calls Collect (or CollectFor)
+// per workload and Table to print, or one child round, whose Result it
+// prints on stdout as JSON.
+//
+// The children's workloads live here too where more than one command or
+// benchmark uses them: the loopback TCP ones over a Stack (tcp.go), the
+// ping-pong loop, a latency Histogram (latency.go), RunConcurrent for
+// many-client loads (concurrent.go) and HoldIdle, the idle-connection
+// memory measurement (idle.go).
 package benchharness
 
 import (
@@ -41,6 +48,12 @@ type Result struct {
 	Bytes    int64   `json:"bytes"`  // bytes received by the reader (bulk)
 	Seconds  float64 `json:"secs"`   // wall time of the measured part
 	CPUNanos int64   `json:"cpu_ns"` // user+system CPU time of the measured part
+	// Poller is gatenet's default poller strategy in a child that ran
+	// gatenet under a Command with its own Contenders ("" otherwise).
+	Poller string `json:"poller,omitempty"`
+	// Extra holds a workload's further figures by name (latency
+	// percentiles, bytes per connection, …).
+	Extra map[string]float64 `json:"extra,omitempty"`
 }
 
 // Command describes a side-by-side benchmark command.
@@ -59,6 +72,16 @@ type Command struct {
 	// gatenet on its default poller (kind == "gatenet"). Main fills in the
 	// Result's Kind, Mode and Size.
 	Child func(mode, kind string, size int, duration time.Duration) (Result, error)
+	// Contenders, when set, replaces the default contenders (Baseline and
+	// every poller strategy, chosen with GATENET_POLLER): each is passed
+	// to the child as -kind verbatim, GATENET_POLLER is left as the
+	// parent's environment has it, and the child's Result keeps the kind
+	// as its Kind (and gatenet's strategy in Poller when the kind starts
+	// with "gatenet"). Harness.CollectFor runs any other list of kinds.
+	Contenders []string
+	// Flags, when set, is called before the flags are parsed, to define
+	// the command's own on flag.CommandLine.
+	Flags func()
 }
 
 // Main parses the flags and runs c's parent or, with -child, one round.
@@ -68,6 +91,9 @@ func Main(c Command) {
 	child := flag.String("child", "", "internal: run one round in this process ("+orList(c.Modes)+")")
 	kind := flag.String("kind", "", "internal: "+c.Baseline+" or gatenet")
 	size := flag.Int("size", 1, "internal: message size")
+	if c.Flags != nil {
+		c.Flags()
+	}
 	flag.Parse()
 
 	if *child != "" {
@@ -105,7 +131,13 @@ func runChild(c Command, mode, kind string, size int, duration time.Duration) er
 		return err
 	}
 	r.Kind, r.Mode, r.Size = c.Baseline, mode, size
-	if kind == "gatenet" {
+	switch {
+	case c.Contenders != nil:
+		r.Kind = kind
+		if strings.HasPrefix(kind, "gatenet") {
+			r.Poller = pollfd.Default().Options().String()
+		}
+	case kind == "gatenet":
 		r.Kind = pollfd.Default().Options().String()
 	}
 	return json.NewEncoder(os.Stdout).Encode(r)
@@ -133,6 +165,7 @@ type Harness struct {
 	Rounds     int
 	Duration   time.Duration
 	exe        string
+	verbatim   bool // Command.Contenders: -kind is the contender, GATENET_POLLER untouched
 }
 
 func newHarness(c Command, rounds int, duration time.Duration) (*Harness, error) {
@@ -140,28 +173,38 @@ func newHarness(c Command, rounds int, duration time.Duration) (*Harness, error)
 	if err != nil {
 		return nil, err
 	}
-	return &Harness{
+	h := &Harness{
 		Name:       c.Name,
 		Baseline:   c.Baseline,
 		Contenders: Contenders(c.Baseline),
 		Rounds:     rounds,
 		Duration:   duration,
 		exe:        exe,
-	}, nil
+	}
+	if c.Contenders != nil {
+		h.Contenders, h.verbatim = slices.Clone(c.Contenders), true
+	}
+	return h, nil
 }
 
 // Header prints the title, the machine, and how the rounds are run.
 func (h *Harness) Header(title string) {
+	fmt.Printf("# %s\n\n", title)
+	fmt.Printf("%s.\n", Machine())
+	fmt.Printf("%d round(s) of %v per contender, interleaved (%s), each in a fresh process.\n\n",
+		h.Rounds, h.Duration, strings.Join(h.Contenders, ", "))
+}
+
+// Machine describes this machine: Go version, platform, CPUs, GOMAXPROCS
+// and kernel release.
+func Machine() string {
 	var u unix.Utsname
 	kernel := "?"
 	if unix.Uname(&u) == nil {
 		kernel = unix.ByteSliceToString(u.Release[:])
 	}
-	fmt.Printf("# %s\n\n", title)
-	fmt.Printf("%s %s/%s, %d CPUs, GOMAXPROCS %d, Linux %s.\n",
+	return fmt.Sprintf("%s %s/%s, %d CPUs, GOMAXPROCS %d, Linux %s",
 		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), kernel)
-	fmt.Printf("%d round(s) of %v per contender, interleaved (%s), each in a fresh process.\n\n",
-		h.Rounds, h.Duration, strings.Join(h.Contenders, ", "))
 }
 
 // label names a workload in progress and error messages: the size is left
@@ -177,6 +220,11 @@ func label(mode string, size int) string {
 // the contenders within each round so that drift in the machine's load
 // spreads over all of them, and returns the results per contender.
 func (h *Harness) Collect(mode string, size int) (map[string][]Result, error) {
+	return h.CollectFor(mode, size, h.Contenders)
+}
+
+// CollectFor is Collect with another list of contenders.
+func (h *Harness) CollectFor(mode string, size int, contenders []string) (map[string][]Result, error) {
 	out := map[string][]Result{}
 	what := label(mode, size)
 	tty := isTerminal(os.Stderr)
@@ -184,7 +232,7 @@ func (h *Harness) Collect(mode string, size int) (map[string][]Result, error) {
 		fmt.Fprintf(os.Stderr, "%s: running %s\n", h.Name, what)
 	}
 	for round := 1; round <= h.Rounds; round++ {
-		for _, c := range h.Contenders {
+		for _, c := range contenders {
 			if tty {
 				fmt.Fprintf(os.Stderr, "\r%s round %d/%d: %-18s", what, round, h.Rounds, c)
 			}
@@ -212,15 +260,17 @@ func isTerminal(f *os.File) bool {
 // runOne runs one round of mode for contender in a child process.
 func (h *Harness) runOne(mode, contender string, size int) (Result, error) {
 	kind := "gatenet"
-	if contender == h.Baseline {
-		kind = h.Baseline
+	if contender == h.Baseline || h.verbatim {
+		kind = contender
 	}
 	cmd := exec.Command(h.exe, "-child", mode, "-kind", kind,
 		"-size", fmt.Sprint(size), "-duration", h.Duration.String())
 	env := slices.DeleteFunc(os.Environ(), func(s string) bool {
 		return strings.HasPrefix(s, "GATENET_POLLER=")
 	})
-	if kind == "gatenet" {
+	if h.verbatim {
+		env = os.Environ()
+	} else if kind == "gatenet" {
 		env = append(env, "GATENET_POLLER="+contender)
 	}
 	cmd.Env = env

@@ -1,0 +1,328 @@
+//go:build linux
+
+package benchharness
+
+// Holding idle connections server-side, measured: the patterns of the
+// root package's idle_mem_test.go (issue 6), as a function a command can
+// run in a child process of its own.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gatenet/gatenet"
+	"github.com/gatenet/gatenet/pollfd"
+)
+
+// The idle patterns: how a server holds a connection until it is readable.
+const (
+	IdlePeek     = "peek"     // net: a goroutine parked in SyscallConn().Read with a MSG_PEEK probe, no buffer
+	IdleRead4K   = "read4k"   // net: a goroutine blocked in Read with a 4 KiB buffer (the usual server)
+	IdleWaitRead = "waitread" // gatenet: a goroutine parked in WaitRead(context.Background()), no buffer
+	IdleQueue    = "queue"    // gatenet: every conn in one ReadyQueue, no goroutine and no buffer
+)
+
+// IdleResult is what holding n idle connections cost: the differences of
+// HeapInuse+StackInuse (Heap), StackInuse (Stack) and the resident set
+// (RSS), after a GC, between before the server accepted them and once
+// every one was held.
+type IdleResult struct {
+	Conns              int
+	Heap, Stack, RSS   int64
+	Elapsed            time.Duration // the whole run: dial, accept, hold, wake, close
+	HeapPerConn        float64
+	StackPerConn       float64
+	RSSPerConn         float64
+	DeliveredAfterWake int
+}
+
+const idlePerListener = 2000 // pending conns per listener: under somaxconn's 4096
+
+// HoldIdle holds n idle loopback connections on s's server side the
+// pattern's way and measures them; then each client writes one byte, and
+// every held conn must deliver it (so the holding is real), and
+// everything is closed. The clients are net's, dialled before the first
+// snapshot, so only the server side counts: the accepted conn with
+// everything its library allocates for it, plus the pattern's goroutine,
+// stack and buffer. Run it in a fresh process: in one with a history the
+// runtime's reuse of dead goroutines and freed spans subsidises it.
+func HoldIdle(s Stack, pattern string, n int) (IdleResult, error) {
+	gn := s.Name == "gatenet"
+	if gn != (pattern == IdleWaitRead || pattern == IdleQueue) {
+		return IdleResult{}, fmt.Errorf("pattern %q is not for %s", pattern, s.Name)
+	}
+	t0 := time.Now()
+	var lns []net.Listener
+	var clients, servers []net.Conn
+	h := &idleHold{q: gatenet.NewReadyQueue()}
+	defer func() {
+		closeConns(servers)
+		closeConns(clients)
+		for _, ln := range lns {
+			ln.Close()
+		}
+		h.q.Close()
+		h.wg.Wait()
+	}()
+	for range (n + idlePerListener - 1) / idlePerListener {
+		ln, err := s.Listen()
+		if err != nil {
+			return IdleResult{}, err
+		}
+		lns = append(lns, ln)
+	}
+	for i := range n {
+		c, err := net.Dial("tcp4", lns[i/idlePerListener].Addr().String())
+		if err != nil {
+			return IdleResult{}, fmt.Errorf("dial %d of %d: %w", i, n, err)
+		}
+		clients = append(clients, c)
+	}
+
+	before := takeMem()
+	var parks0 uint64
+	if gn {
+		parks0 = pollfd.Default().Stats().Parks
+	}
+	for i := range n {
+		c, err := lns[i/idlePerListener].Accept()
+		if err != nil {
+			return IdleResult{}, fmt.Errorf("accept %d of %d: %w", i, n, err)
+		}
+		servers = append(servers, c)
+		if err := h.hold(pattern, c); err != nil {
+			return IdleResult{}, err
+		}
+	}
+	if pattern != IdleQueue {
+		if err := waitUntil("the holding goroutines to start", func() bool { return h.parked.Load() == int64(n) }); err != nil {
+			return IdleResult{}, err
+		}
+		if gn {
+			err := waitUntil("WaitRead goroutines to park", func() bool { return pollfd.Default().Stats().Parks-parks0 >= uint64(n) })
+			if err != nil {
+				return IdleResult{}, err
+			}
+		} else {
+			time.Sleep(200 * time.Millisecond) // no counter to watch: let them park
+		}
+	}
+	if d := h.delivered.Load() + h.failures.Load(); d != 0 || h.q.Len() != 0 {
+		return IdleResult{}, fmt.Errorf("%d conns reported ready (queue: %d) before any data was sent", d, h.q.Len())
+	}
+	after := takeMem()
+
+	one := []byte{idleWakeByte}
+	for i, c := range clients {
+		if _, err := c.Write(one); err != nil {
+			return IdleResult{}, fmt.Errorf("client %d write: %w", i, err)
+		}
+	}
+	if pattern == IdleQueue {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for range n {
+			p, err := h.q.Next(ctx)
+			if err != nil {
+				return IdleResult{}, fmt.Errorf("ReadyQueue.Next after %d: %w", h.delivered.Load(), err)
+			}
+			h.readOne(p.(net.Conn))
+		}
+	} else if err := waitUntil("every conn to deliver", func() bool { return h.delivered.Load()+h.failures.Load() == int64(n) }); err != nil {
+		return IdleResult{}, err
+	}
+	h.wg.Wait()
+	if f := h.failures.Load(); f != 0 {
+		return IdleResult{}, fmt.Errorf("%d of %d conns failed to deliver; first: %v", f, n, *h.firstErr.Load())
+	}
+	r := IdleResult{
+		Conns:              n,
+		Heap:               (after.heap + after.stack) - (before.heap + before.stack),
+		Stack:              after.stack - before.stack,
+		RSS:                after.rss - before.rss,
+		DeliveredAfterWake: int(h.delivered.Load()),
+	}
+	r.HeapPerConn = float64(r.Heap) / float64(n)
+	r.StackPerConn = float64(r.Stack) / float64(n)
+	r.RSSPerConn = float64(r.RSS) / float64(n)
+	var errs []error
+	for _, cs := range [][]net.Conn{servers, clients} {
+		for _, c := range cs {
+			if err := c.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	servers, clients = nil, nil
+	r.Elapsed = time.Since(t0)
+	return r, errors.Join(errs...)
+}
+
+const idleWakeByte = 'x'
+
+type idleHold struct {
+	q         *gatenet.ReadyQueue
+	wg        sync.WaitGroup
+	parked    atomic.Int64
+	delivered atomic.Int64
+	failures  atomic.Int64
+	firstErr  atomic.Pointer[error]
+}
+
+func (h *idleHold) fail(err error) {
+	h.failures.Add(1)
+	h.firstErr.CompareAndSwap(nil, &err)
+}
+
+// hold starts holding the accepted conn c the pattern's way. The holding
+// goroutines block straight from their entry function (the shallowest a
+// goroutine can), as idle_mem_test.go's do by default.
+func (h *idleHold) hold(pattern string, c net.Conn) error {
+	switch pattern {
+	case IdlePeek:
+		h.wg.Add(1)
+		go peekBody(h, c)
+	case IdleRead4K:
+		h.wg.Add(1)
+		go read4KBody(h, c)
+	case IdleWaitRead:
+		h.wg.Add(1)
+		go waitReadBody(h, c)
+	case IdleQueue:
+		p, ok := c.(gatenet.Pollable)
+		if !ok {
+			return fmt.Errorf("%T is not Pollable", c)
+		}
+		return h.q.Add(p)
+	default:
+		return fmt.Errorf("unknown idle pattern %q", pattern)
+	}
+	return nil
+}
+
+// readOne reads the byte the client wrote after c reported ready.
+func (h *idleHold) readOne(c net.Conn) {
+	buf := make([]byte, 2)
+	n, err := c.Read(buf)
+	if err != nil || n != 1 || buf[0] != idleWakeByte {
+		h.fail(fmt.Errorf("read after ready: n=%d %q err=%v", n, buf[:n], err))
+		return
+	}
+	h.delivered.Add(1)
+}
+
+// peekProbe is net's buffer-less readiness probe: recv(MSG_PEEK|
+// MSG_DONTWAIT) of one byte into the stack; done on data, end of stream
+// or an error, "wait" on EAGAIN. A plain function, so passing it
+// allocates no closure.
+func peekProbe(fd uintptr) bool {
+	var b [1]byte
+	for {
+		_, _, errno := unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1,
+			unix.MSG_PEEK|unix.MSG_DONTWAIT, 0, 0)
+		if errno == unix.EINTR {
+			continue
+		}
+		return errno != unix.EAGAIN
+	}
+}
+
+func peekBody(h *idleHold, c net.Conn) {
+	defer h.wg.Done()
+	rc, err := c.(syscall.Conn).SyscallConn()
+	if err != nil {
+		h.fail(err)
+		return
+	}
+	h.parked.Add(1)
+	if err := rc.Read(peekProbe); err != nil {
+		h.fail(fmt.Errorf("RawConn.Read: %w", err))
+		return
+	}
+	h.readOne(c)
+}
+
+func read4KBody(h *idleHold, c net.Conn) {
+	defer h.wg.Done()
+	buf := make([]byte, 4096)
+	// A server's buffer has been read into before its conn goes idle:
+	// fill it, so its pages are resident as they would be.
+	for i := range buf {
+		buf[i] = 0xa5
+	}
+	h.parked.Add(1)
+	n, err := c.Read(buf)
+	if err != nil || n != 1 || buf[0] != idleWakeByte {
+		h.fail(fmt.Errorf("Read: n=%d err=%v", n, err))
+		return
+	}
+	h.delivered.Add(1)
+}
+
+type waitReader interface {
+	WaitRead(context.Context) error
+}
+
+func waitReadBody(h *idleHold, c net.Conn) {
+	defer h.wg.Done()
+	h.parked.Add(1)
+	if err := c.(waitReader).WaitRead(context.Background()); err != nil {
+		h.fail(fmt.Errorf("WaitRead: %w", err))
+		return
+	}
+	h.readOne(c)
+}
+
+type memSnapshot struct{ heap, stack, rss int64 }
+
+// takeMem collects garbage, returns free pages to the OS (so that RSS
+// counts live memory) and reads HeapInuse, StackInuse and the RSS.
+func takeMem() memSnapshot {
+	runtime.GC()
+	debug.FreeOSMemory()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return memSnapshot{int64(ms.HeapInuse), int64(ms.StackInuse), readRSS()}
+}
+
+// readRSS is /proc/self/statm's resident pages in bytes (0 if unreadable).
+func readRSS() int64 {
+	var pages, size int64
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	if _, err := fmt.Sscan(string(b), &size, &pages); err != nil {
+		return 0
+	}
+	return pages * int64(unix.Getpagesize())
+}
+
+// waitUntil polls cond for up to a minute (a hang detector).
+func waitUntil(what string, cond func() bool) error {
+	for limit := time.Now().Add(time.Minute); !cond(); {
+		if time.Now().After(limit) {
+			return fmt.Errorf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return nil
+}
+
+func closeConns(cs []net.Conn) {
+	for _, c := range cs {
+		c.Close()
+	}
+}
