@@ -11,3 +11,7 @@ func SendfileCalls() int64 { return sendfileCalls.Load() }
 
 // SpliceCalls reports how many splice(2) calls gatenet has made.
 func SpliceCalls() int64 { return spliceCalls.Load() }
+
+// ParseUnixControlWith is ParseUnixControl closing through closeFD, so a
+// fuzz target can feed it descriptor numbers it does not own.
+var ParseUnixControlWith = parseUnixControl

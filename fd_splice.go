@@ -52,9 +52,12 @@ func (p *splicePipe) close() {
 	closePipe([2]int{p.r, p.w})
 }
 
-// Splice moves up to remain bytes (0: until EOF) from src to dst. handled
-// is false when the kernel refused the pair before a byte moved: the
-// caller then copies through a buffer.
+// Splice moves up to remain bytes (0: until EOF) from src to dst with
+// splice(2) through a pooled pipe, mirroring internal/poll's Splice (which
+// net's TCPConn.ReadFrom/WriteTo use); what it reports written is what
+// reached dst (bytes stranded in the pipe by an error are lost, as net's).
+// handled is false when the kernel refused the pair before a byte moved:
+// the caller then copies through a buffer.
 func Splice(dst, src *descriptor, remain int64) (written int64, err error, handled bool) {
 	pv := splicePipes.Get()
 	if pv == nil {

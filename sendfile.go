@@ -4,7 +4,9 @@ package gatenet
 
 import (
 	"io"
+	"io/fs"
 	"os"
+	"reflect"
 	"syscall"
 )
 
@@ -30,6 +32,10 @@ func (fd *netFD) sendFile(r io.Reader) (written int64, err error, handled bool) 
 	// Any regular file that offers its descriptor: *os.File, a gatenet
 	// *File, and the wrapper *os.File's own WriteTo hands io.Copy (it
 	// embeds the *os.File), which is how io.Copy(conn, file) arrives here.
+	// A gatenet *File's WriteTo hands over its own wrapper.
+	if w, ok := r.(fileWithoutWriteTo); ok {
+		r = w.f
+	}
 	f, ok := r.(regularFile)
 	if !ok {
 		return 0, nil, false
@@ -53,4 +59,31 @@ func (fd *netFD) sendFile(r io.Reader) (written int64, err error, handled bool) 
 		lr.N = remain - written
 	}
 	return written, wrapSyscallError("sendfile", err), handled
+}
+
+// fileWriteToError shapes the error of a sendfile(2) that r's WriteTo
+// started, as the standard library does. io.Copy(conn, f) with f an
+// *os.File goes through (*os.File).WriteTo: with a net conn, os runs
+// sendfile itself and reports a failure as *fs.PathError{Op: "read",
+// Path: f.Name()}; with a gatenet conn it cannot, hands io.Copy the file
+// wrapped (os.fileWithoutWriteTo), and the sendfile runs here — so the
+// error is shaped as os would have, not as ReadFrom's *net.OpError. The
+// same for a gatenet *File's WriteTo, which mirrors *os.File's. ok is
+// false when r did not come from a WriteTo: ReadFrom wraps as usual.
+func fileWriteToError(r io.Reader, err error) (_ error, ok bool) {
+	if w, isGatenet := r.(fileWithoutWriteTo); isGatenet {
+		return w.f.wrapErr("read", err), true
+	}
+	t := reflect.TypeOf(r)
+	if t == nil || t.Kind() != reflect.Struct || t.PkgPath() != "os" || t.Name() != "fileWithoutWriteTo" {
+		return err, false
+	}
+	named, isNamed := r.(interface{ Name() string })
+	if !isNamed {
+		return err, false
+	}
+	if err == nil || err == io.EOF {
+		return err, true
+	}
+	return &fs.PathError{Op: "read", Path: named.Name(), Err: err}, true
 }

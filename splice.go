@@ -16,6 +16,10 @@ func spliceEnd(x any) *descriptor {
 		if v.ok() {
 			return v.fd.pfd
 		}
+	case tcpConnWithoutWriteTo:
+		if v.ok() {
+			return v.fd.pfd
+		}
 	case *UnixConn:
 		if v.ok() && v.fd.sotype == unix.SOCK_STREAM {
 			return v.fd.pfd
@@ -49,3 +53,17 @@ func spliceFrom(dst *descriptor, r io.Reader) (int64, error, bool) {
 	}
 	return n, wrapSyscallError("splice", err), handled
 }
+
+// tcpConnWithoutWriteTo is net's: a *TCPConn whose WriteTo is hidden (the
+// two embedded WriteTo methods are ambiguous, so neither is promoted), so
+// that TCPConn.WriteTo can hand itself to io.Copy without recursing — and
+// still be recognised by spliceEnd, as net's spliceFrom recognises it.
+type tcpConnWithoutWriteTo struct {
+	noWriteTo
+	*TCPConn
+}
+
+// noWriteTo hides another WriteTo method; it is never called.
+type noWriteTo struct{}
+
+func (noWriteTo) WriteTo(io.Writer) (int64, error) { panic("can't happen") }

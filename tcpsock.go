@@ -160,7 +160,9 @@ func (c *TCPConn) MultipathTCP() (bool, error) {
 // through user space where the kernel can, as net's: splice(2) when r is a
 // gatenet stream conn or pipe, sendfile(2) when r is a regular file (also
 // inside an *io.LimitedReader, whose N is updated); otherwise through a
-// buffer. Errors other than io.EOF come as *net.OpError{Op: "readfrom"}.
+// buffer. Errors other than io.EOF come as *net.OpError{Op: "readfrom"},
+// except a sendfile that an *os.File's (or gatenet *File's) WriteTo
+// started, which reports *fs.PathError{Op: "read"} as os does for net.
 func (c *TCPConn) ReadFrom(r io.Reader) (int64, error) {
 	if !c.ok() {
 		return 0, syscall.EINVAL
@@ -168,6 +170,11 @@ func (c *TCPConn) ReadFrom(r io.Reader) (int64, error) {
 	n, err, handled := spliceFrom(c.fd.pfd, r)
 	if !handled {
 		n, err, handled = c.fd.sendFile(r)
+		if handled {
+			if ferr, ok := fileWriteToError(r, err); ok {
+				return n, ferr
+			}
+		}
 	}
 	if !handled {
 		var m int64
@@ -180,9 +187,12 @@ func (c *TCPConn) ReadFrom(r io.Reader) (int64, error) {
 	return n, err
 }
 
-// WriteTo copies the connection into w until EOF (io.WriterTo), with
-// splice(2) when w is a gatenet stream conn or pipe (io.Copy between two
-// gatenet conns arrives here), otherwise through a buffer.
+// WriteTo copies the connection into w until EOF (io.WriterTo), as net's:
+// with splice(2) straight into a gatenet Unix stream conn (net's spliceTo);
+// otherwise it hands itself, WriteTo hidden, to io.Copy (net's
+// genericWriteTo), so a gatenet TCP conn or pipe w splices in its
+// ReadFrom — and an error comes wrapped twice, w's ReadFrom's inside this
+// conn's "writeto", exactly as net reports io.Copy between two TCP conns.
 func (c *TCPConn) WriteTo(w io.Writer) (int64, error) {
 	if !c.ok() {
 		return 0, syscall.EINVAL
@@ -190,12 +200,14 @@ func (c *TCPConn) WriteTo(w io.Writer) (int64, error) {
 	var n int64
 	var err error
 	handled := false
-	if dst := spliceEnd(w); dst != nil {
-		n, err, handled = Splice(dst, c.fd.pfd, 0)
-		err = wrapSyscallError("splice", err)
+	if uc, ok := w.(*UnixConn); ok {
+		if dst := spliceEnd(uc); dst != nil {
+			n, err, handled = Splice(dst, c.fd.pfd, 0)
+			err = wrapSyscallError("splice", err)
+		}
 	}
 	if !handled {
-		n, err = io.Copy(w, readerOnly{c})
+		n, err = io.Copy(w, tcpConnWithoutWriteTo{TCPConn: c})
 	}
 	if err != nil && err != io.EOF {
 		err = c.opError("writeto", err)
@@ -203,9 +215,8 @@ func (c *TCPConn) WriteTo(w io.Writer) (int64, error) {
 	return n, err
 }
 
-// writerOnly and readerOnly hide ReadFrom/WriteTo from io.Copy.
+// writerOnly hides ReadFrom from io.Copy.
 type writerOnly struct{ io.Writer }
-type readerOnly struct{ io.Reader }
 
 func (fd *netFD) setLinger(sec int) error {
 	var l unix.Linger

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -43,7 +44,8 @@ func (c *UDPConn) ReadFromUDP(b []byte) (int, *net.UDPAddr, error) {
 	return n, c.udpAddrOf(sa), nil
 }
 
-// ReadFrom implements net.PacketConn.
+// ReadFrom implements net.PacketConn: ReadFromUDP (recvfrom(2)) with the
+// sender as a net.Addr (an untyped nil when there is none), as net's.
 func (c *UDPConn) ReadFrom(b []byte) (int, net.Addr, error) {
 	n, addr, err := c.ReadFromUDP(b)
 	if addr == nil {
@@ -52,42 +54,57 @@ func (c *UDPConn) ReadFrom(b []byte) (int, net.Addr, error) {
 	return n, addr, err
 }
 
-// ReadFromUDPAddrPort is ReadFromUDP returning a netip.AddrPort.
-// It converts the sender straight from the kernel's address, with no
-// *net.UDPAddr in between.
+// ReadFromUDPAddrPort is ReadFromUDP returning a netip.AddrPort
+// (recvfrom(2)), as net's. It converts the sender straight from the
+// kernel's raw address on its stack, with no unix.Sockaddr or
+// *net.UDPAddr in between, so a read allocates nothing.
 func (c *UDPConn) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
 	if !c.ok() {
 		return 0, netip.AddrPort{}, syscall.EINVAL
 	}
-	n, sa, err := c.fd.pfd.ReadFrom(b)
+	var from unix.RawSockaddrAny
+	n, err := c.fd.pfd.ReadFromRaw(b, &from)
 	if err != nil {
 		return n, netip.AddrPort{}, c.opError("read", c.fd.raddr, wrapSyscallError("recvfrom", err))
 	}
-	return n, sockaddrAddrPort(c.fd.family, sa), nil
+	return n, rawAddrPort(c.fd.family, &from), nil
 }
 
-// sockaddrAddrPort converts a sender address as net's UDP code does: the
-// socket family decides, and a missing or foreign address reads as that
-// family's zero address.
-func sockaddrAddrPort(family int, sa unix.Sockaddr) netip.AddrPort {
+// rawAddrPort converts a sender's raw sockaddr as net's UDP code does:
+// the socket family decides, and a missing or foreign address reads as
+// that family's zero address.
+func rawAddrPort(family int, rsa *unix.RawSockaddrAny) netip.AddrPort {
 	switch family {
 	case unix.AF_INET:
 		var ip [4]byte
-		var port int
-		if sa, ok := sa.(*unix.SockaddrInet4); ok {
-			ip, port = sa.Addr, sa.Port
+		var port uint16
+		if rsa.Addr.Family == unix.AF_INET {
+			sa := (*unix.RawSockaddrInet4)(unsafe.Pointer(rsa))
+			ip, port = sa.Addr, portFromRaw(&sa.Port)
 		}
-		return netip.AddrPortFrom(netip.AddrFrom4(ip), uint16(port))
+		return netip.AddrPortFrom(netip.AddrFrom4(ip), port)
 	case unix.AF_INET6:
 		var ip [16]byte
-		var port int
+		var port uint16
 		var zone uint32
-		if sa, ok := sa.(*unix.SockaddrInet6); ok {
-			ip, port, zone = sa.Addr, sa.Port, sa.ZoneId
+		if rsa.Addr.Family == unix.AF_INET6 {
+			sa := (*unix.RawSockaddrInet6)(unsafe.Pointer(rsa))
+			ip, port, zone = sa.Addr, portFromRaw(&sa.Port), sa.Scope_id
 		}
-		return netip.AddrPortFrom(netip.AddrFrom16(ip).WithZone(zoneName(zone)), uint16(port))
+		return netip.AddrPortFrom(netip.AddrFrom16(ip).WithZone(zoneName(zone)), port)
 	}
 	return netip.AddrPort{}
+}
+
+// portFromRaw reads a sockaddr's port, stored in network byte order.
+func portFromRaw(p *uint16) uint16 {
+	b := (*[2]byte)(unsafe.Pointer(p))
+	return uint16(b[0])<<8 | uint16(b[1])
+}
+
+func portToRaw(p *uint16, port uint16) {
+	b := (*[2]byte)(unsafe.Pointer(p))
+	b[0], b[1] = byte(port>>8), byte(port)
 }
 
 // ReadMsgUDP reads a datagram with its ancillary data (recvmsg(2));
@@ -103,7 +120,8 @@ func (c *UDPConn) ReadMsgUDP(b, oob []byte) (n, oobn, flags int, addr *net.UDPAd
 	return n, oobn, flags, addr, err
 }
 
-// ReadMsgUDPAddrPort is ReadMsgUDP returning a netip.AddrPort. As net's,
+// ReadMsgUDPAddrPort is ReadMsgUDP returning a netip.AddrPort (recvmsg(2)).
+// As net's,
 // whatever the outcome the address is built from the (possibly empty)
 // sockaddr, so an error comes with 0.0.0.0:0 or [::]:0, not the zero
 // AddrPort; and a failed recvmsg(2) leaves n at -1.
@@ -111,9 +129,9 @@ func (c *UDPConn) ReadMsgUDPAddrPort(b, oob []byte) (n, oobn, flags int, addr ne
 	if !c.ok() {
 		return 0, 0, 0, netip.AddrPort{}, syscall.EINVAL
 	}
-	var sa unix.Sockaddr
-	n, oobn, flags, sa, err = c.fd.pfd.ReadMsg(b, oob, 0)
-	addr = sockaddrAddrPort(c.fd.family, sa)
+	var from unix.RawSockaddrAny
+	n, oobn, flags, err = c.fd.pfd.ReadMsgRaw(b, oob, 0, &from)
+	addr = rawAddrPort(c.fd.family, &from)
 	if err != nil {
 		err = c.opError("read", c.fd.raddr, wrapSyscallError("recvmsg", err))
 	}
@@ -140,15 +158,52 @@ func (c *UDPConn) writeTo(b []byte, addr *net.UDPAddr) (int, error) {
 	if addr == nil {
 		return 0, errMissingAddress
 	}
-	sa, err := ipToSockaddr(c.fd.family, addr.IP, addr.Port, addr.Zone)
+	ap, err := ipToAddrPort(c.fd.family, addr.IP, 0, addr.Zone)
 	if err != nil {
 		return 0, err
 	}
-	n, err := c.fd.pfd.WriteTo(b, sa)
+	if addr.Port < 0 || addr.Port > 0xFFFF {
+		// As the unix.Sockaddr conversion inside sendto reports it.
+		return 0, wrapSyscallError("sendto", unix.EINVAL)
+	}
+	ap = netip.AddrPortFrom(ap.Addr(), uint16(addr.Port))
+	var sa rawInetSockaddr
+	if err := addrPortToRaw(c.fd.family, ap, &sa); err != nil {
+		return 0, err
+	}
+	n, err := c.fd.pfd.WriteToRaw(b, unsafe.Pointer(&sa.raw), sa.len)
 	return n, wrapSyscallError("sendto", err)
 }
 
-// WriteTo implements net.PacketConn.
+// ipToAddrPort is ipToSockaddr's address rules (a nil IP is the
+// family's wildcard, an IPv4 socket takes IPv4 and IPv4-mapped addresses,
+// an IPv6 one any) yielding a netip.AddrPort.
+func ipToAddrPort(family int, ip net.IP, port uint16, zone string) (netip.AddrPort, error) {
+	switch family {
+	case unix.AF_INET:
+		if len(ip) == 0 {
+			ip = net.IPv4zero
+		}
+		ip4 := ip.To4()
+		if ip4 == nil {
+			return netip.AddrPort{}, &net.AddrError{Err: "non-IPv4 address", Addr: ip.String()}
+		}
+		return netip.AddrPortFrom(netip.AddrFrom4([4]byte(ip4)), port), nil
+	case unix.AF_INET6:
+		if len(ip) == 0 || ip.Equal(net.IPv4zero) {
+			ip = net.IPv6zero
+		}
+		ip6 := ip.To16()
+		if ip6 == nil {
+			return netip.AddrPort{}, &net.AddrError{Err: "non-IPv6 address", Addr: ip.String()}
+		}
+		return netip.AddrPortFrom(netip.AddrFrom16([16]byte(ip6)).WithZone(zone), port), nil
+	}
+	return netip.AddrPort{}, &net.AddrError{Err: "invalid address family", Addr: ip.String()}
+}
+
+// WriteTo implements net.PacketConn: WriteToUDP (sendto(2)) for a
+// *net.UDPAddr, EINVAL in a *net.OpError for any other address, as net's.
 func (c *UDPConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	if !c.ok() {
 		return 0, syscall.EINVAL
@@ -160,7 +215,8 @@ func (c *UDPConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	return c.WriteToUDP(b, a)
 }
 
-// WriteToUDPAddrPort is WriteToUDP taking a netip.AddrPort. As net's, the
+// WriteToUDPAddrPort is WriteToUDP taking a netip.AddrPort (sendto(2),
+// with the sockaddr built on the stack: no allocation). As net's, the
 // zero AddrPort is a missing address, an IPv4 socket takes IPv4 and
 // IPv4-mapped addresses only, and an error's Addr is the AddrPort itself
 // (a net.Addr of network "udp"), not a *net.UDPAddr.
@@ -182,12 +238,46 @@ func (c *UDPConn) writeToAddrPort(b []byte, addr netip.AddrPort) (int, error) {
 	if !addr.IsValid() {
 		return 0, errMissingAddress
 	}
-	sa, err := addrPortToSockaddr(c.fd.family, addr)
-	if err != nil {
+	var sa rawInetSockaddr
+	if err := addrPortToRaw(c.fd.family, addr, &sa); err != nil {
 		return 0, err
 	}
-	n, err := c.fd.pfd.WriteTo(b, sa)
+	n, err := c.fd.pfd.WriteToRaw(b, unsafe.Pointer(&sa.raw), sa.len)
 	return n, wrapSyscallError("sendto", err)
+}
+
+// rawInetSockaddr is an IPv4 or IPv6 sockaddr built in place (an IPv4
+// one laid over the start of raw), so a send needs no heap sockaddr.
+type rawInetSockaddr struct {
+	raw unix.RawSockaddrInet6
+	len uint32
+}
+
+// addrPortToRaw is net's addrPortToSockaddrInet4/6 into a
+// rawInetSockaddr: an IPv4 socket takes an IPv4 or IPv4-mapped address;
+// an IPv6 one takes any (As16 maps IPv4 addresses).
+func addrPortToRaw(family int, ap netip.AddrPort, sa *rawInetSockaddr) error {
+	a := ap.Addr()
+	switch family {
+	case unix.AF_INET:
+		if !a.Is4() && !a.Is4In6() {
+			return &net.AddrError{Err: "non-IPv4 address", Addr: a.String()}
+		}
+		sa4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(&sa.raw))
+		sa4.Family = unix.AF_INET
+		portToRaw(&sa4.Port, ap.Port())
+		sa4.Addr = a.As4()
+		sa.len = unix.SizeofSockaddrInet4
+		return nil
+	case unix.AF_INET6:
+		sa.raw.Family = unix.AF_INET6
+		portToRaw(&sa.raw.Port, ap.Port())
+		sa.raw.Addr = a.As16()
+		sa.raw.Scope_id = zoneIndex(a.Zone())
+		sa.len = unix.SizeofSockaddrInet6
+		return nil
+	}
+	return &net.AddrError{Err: "invalid address family", Addr: a.String()}
 }
 
 // addrPortUDPAddr is net's: an AddrPort as the net.Addr of an error.
@@ -196,23 +286,6 @@ type addrPortUDPAddr struct {
 }
 
 func (addrPortUDPAddr) Network() string { return "udp" }
-
-// addrPortToSockaddr is net's addrPortToSockaddrInet4/6: an IPv4 socket
-// takes an IPv4 or IPv4-mapped address; an IPv6 one takes any (As16 maps
-// IPv4 addresses).
-func addrPortToSockaddr(family int, ap netip.AddrPort) (unix.Sockaddr, error) {
-	a := ap.Addr()
-	switch family {
-	case unix.AF_INET:
-		if !a.Is4() && !a.Is4In6() {
-			return nil, &net.AddrError{Err: "non-IPv4 address", Addr: a.String()}
-		}
-		return &unix.SockaddrInet4{Addr: a.As4(), Port: int(ap.Port())}, nil
-	case unix.AF_INET6:
-		return &unix.SockaddrInet6{Addr: a.As16(), Port: int(ap.Port()), ZoneId: zoneIndex(a.Zone())}, nil
-	}
-	return nil, &net.AddrError{Err: "invalid address family", Addr: a.String()}
-}
 
 // WriteMsgUDP sends a datagram with ancillary data (sendmsg(2)): to addr
 // on an unconnected socket, to the peer (addr nil) on a connected one.
@@ -226,13 +299,20 @@ func (c *UDPConn) WriteMsgUDP(b, oob []byte, addr *net.UDPAddr) (n, oobn int, er
 	case !c.fd.isConnected && addr == nil:
 		err = errMissingAddress
 	default:
-		var sa unix.Sockaddr
+		var sa rawInetSockaddr
+		var ap netip.AddrPort
 		if addr != nil {
-			sa, err = ipToSockaddr(c.fd.family, addr.IP, addr.Port, addr.Zone)
+			ap, err = ipToAddrPort(c.fd.family, addr.IP, 0, addr.Zone)
+			if err == nil && (addr.Port < 0 || addr.Port > 0xFFFF) {
+				// As the unix.Sockaddr conversion inside sendmsg reports it.
+				err = wrapSyscallError("sendmsg", unix.EINVAL)
+			}
+			if err == nil {
+				err = addrPortToRaw(c.fd.family, netip.AddrPortFrom(ap.Addr(), uint16(addr.Port)), &sa)
+			}
 		}
 		if err == nil {
-			n, oobn, err = c.fd.pfd.WriteMsg(b, oob, sa)
-			err = wrapSyscallError("sendmsg", err)
+			n, oobn, err = c.writeMsgRaw(b, oob, &sa)
 		}
 	}
 	if err != nil {
@@ -241,7 +321,7 @@ func (c *UDPConn) WriteMsgUDP(b, oob []byte, addr *net.UDPAddr) (n, oobn int, er
 	return n, oobn, nil
 }
 
-// WriteMsgUDPAddrPort is WriteMsgUDP taking a netip.AddrPort (the zero
+// WriteMsgUDPAddrPort is WriteMsgUDP (sendmsg(2)) taking a netip.AddrPort (the zero
 // AddrPort meaning none), with net's address rules and error Addr, as
 // WriteToUDPAddrPort.
 func (c *UDPConn) WriteMsgUDPAddrPort(b, oob []byte, addr netip.AddrPort) (n, oobn int, err error) {
@@ -254,13 +334,12 @@ func (c *UDPConn) WriteMsgUDPAddrPort(b, oob []byte, addr netip.AddrPort) (n, oo
 	case !c.fd.isConnected && !addr.IsValid():
 		err = errMissingAddress
 	default:
-		var sa unix.Sockaddr
+		var sa rawInetSockaddr
 		if addr.IsValid() {
-			sa, err = addrPortToSockaddr(c.fd.family, addr)
+			err = addrPortToRaw(c.fd.family, addr, &sa)
 		}
 		if err == nil {
-			n, oobn, err = c.fd.pfd.WriteMsg(b, oob, sa)
-			err = wrapSyscallError("sendmsg", err)
+			n, oobn, err = c.writeMsgRaw(b, oob, &sa)
 		}
 	}
 	if err != nil {
@@ -269,14 +348,26 @@ func (c *UDPConn) WriteMsgUDPAddrPort(b, oob []byte, addr netip.AddrPort) (n, oo
 	return n, oobn, nil
 }
 
-// ListenPacket announces on the local network address, as
-// net.ListenPacket: "udp", "udp4", "udp6" or "unixgram".
+// writeMsgRaw sends with sendmsg(2) to sa, or to the connected peer when
+// sa is empty (len 0).
+func (c *UDPConn) writeMsgRaw(b, oob []byte, sa *rawInetSockaddr) (int, int, error) {
+	var p unsafe.Pointer
+	if sa.len > 0 {
+		p = unsafe.Pointer(&sa.raw)
+	}
+	n, oobn, err := c.fd.pfd.WriteMsgRaw(b, oob, p, sa.len)
+	return n, oobn, wrapSyscallError("sendmsg", err)
+}
+
+// ListenPacket announces on the local network address (socket(2),
+// bind(2)), as net.ListenPacket: "udp", "udp4", "udp6" or "unixgram".
 func ListenPacket(network, address string) (net.PacketConn, error) {
 	var lc ListenConfig
 	return lc.ListenPacket(context.Background(), network, address)
 }
 
-// ListenPacket is (*net.ListenConfig).ListenPacket. As net's, an empty
+// ListenPacket is (*net.ListenConfig).ListenPacket (socket(2), bind(2)).
+// As net's, an empty
 // address for a UDP network is the wildcard with port 0; "unix" and
 // "unixpacket" give a *UnixConn on a listening socket (net's quirk, the
 // counterpart of Listen("unixgram")); a TCP network fails with net's
@@ -314,7 +405,8 @@ func (lc *ListenConfig) listenUDP(ctx context.Context, network string, laddr *ne
 	return newUDPConn(fd), nil
 }
 
-// ListenUDP is net.ListenUDP.
+// ListenUDP is net.ListenUDP: a UDP socket bound to laddr (socket(2),
+// bind(2)).
 func ListenUDP(network string, laddr *net.UDPAddr) (*UDPConn, error) {
 	switch network {
 	case "udp", "udp4", "udp6":
@@ -332,7 +424,7 @@ func ListenUDP(network string, laddr *net.UDPAddr) (*UDPConn, error) {
 	return c, nil
 }
 
-// DialUDP is net.DialUDP: a connected UDP socket.
+// DialUDP is net.DialUDP: a connected UDP socket (socket(2), connect(2)).
 func DialUDP(network string, laddr, raddr *net.UDPAddr) (*UDPConn, error) {
 	switch network {
 	case "udp", "udp4", "udp6":
@@ -363,7 +455,8 @@ func (d *Dialer) dialUDP(ctx context.Context, network string, laddr, raddr *net.
 	return newUDPConn(fd), nil
 }
 
-// ListenUnixgram is net.ListenUnixgram.
+// ListenUnixgram is net.ListenUnixgram: a Unix datagram socket bound to
+// laddr (socket(2), bind(2)).
 func ListenUnixgram(network string, laddr *net.UnixAddr) (*UnixConn, error) {
 	if network != "unixgram" {
 		return nil, &net.OpError{Op: "listen", Net: network, Addr: opAddr(laddr), Err: net.UnknownNetworkError(network)}

@@ -80,7 +80,8 @@ func (c *UnixConn) ReadFromUnix(b []byte) (int, *net.UnixAddr, error) {
 	return n, c.unixAddrOf(sa), err
 }
 
-// ReadFrom implements net.PacketConn.
+// ReadFrom implements net.PacketConn: ReadFromUnix (recvfrom(2)) with the
+// sender as a net.Addr (an untyped nil for an unnamed one), as net's.
 func (c *UnixConn) ReadFrom(b []byte) (int, net.Addr, error) {
 	n, addr, err := c.ReadFromUnix(b)
 	if addr == nil {
@@ -90,7 +91,10 @@ func (c *UnixConn) ReadFrom(b []byte) (int, net.Addr, error) {
 }
 
 // ReadMsgUnix reads a message with its ancillary data (recvmsg(2) with
-// MSG_CMSG_CLOEXEC, so received descriptors are close-on-exec).
+// MSG_CMSG_CLOEXEC, so received descriptors are close-on-exec), as net's.
+// Like net's it leaves the control data to the caller: ParseUnixControl
+// parses it and closes the received descriptors when they cannot all be
+// handed over (MSG_CTRUNC, a malformed message).
 func (c *UnixConn) ReadMsgUnix(b, oob []byte) (n, oobn, flags int, addr *net.UnixAddr, err error) {
 	if !c.ok() {
 		return 0, 0, 0, nil, syscall.EINVAL
@@ -128,7 +132,8 @@ func (c *UnixConn) WriteToUnix(b []byte, addr *net.UnixAddr) (int, error) {
 	return n, nil
 }
 
-// WriteTo implements net.PacketConn.
+// WriteTo implements net.PacketConn: WriteToUnix (sendto(2)) for a
+// *net.UnixAddr, EINVAL in a *net.OpError for any other address, as net's.
 func (c *UnixConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	if !c.ok() {
 		return 0, syscall.EINVAL
@@ -141,8 +146,9 @@ func (c *UnixConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 }
 
 // WriteMsgUnix sends b with ancillary data oob to addr (sendmsg(2)); on a
-// connected datagram socket it fails with net.ErrWriteToConnected, as net's. An empty b with oob sends one dummy
-// byte on stream sockets, as net does, and reports n == 0.
+// connected datagram socket it fails with net.ErrWriteToConnected, as
+// net's. An empty b with oob sends one dummy byte on stream sockets, as
+// net does, and reports n == 0.
 func (c *UnixConn) WriteMsgUnix(b, oob []byte, addr *net.UnixAddr) (n, oobn int, err error) {
 	if !c.ok() {
 		return 0, 0, syscall.EINVAL
@@ -181,7 +187,8 @@ func (l *UnixListener) opError(op string, err error) error {
 	return &net.OpError{Op: op, Net: l.fd.net, Addr: l.fd.laddr, Err: err}
 }
 
-// Accept waits for and returns the next connection.
+// Accept waits for and returns the next connection (accept4(2)), as
+// net's; a blocked Accept returns net.ErrClosed on Close.
 func (l *UnixListener) Accept() (net.Conn, error) {
 	c, err := l.AcceptUnix()
 	if err != nil {
@@ -190,7 +197,7 @@ func (l *UnixListener) Accept() (net.Conn, error) {
 	return c, nil
 }
 
-// AcceptUnix is Accept returning a *UnixConn.
+// AcceptUnix is Accept (accept4(2)) returning a *UnixConn, as net's.
 func (l *UnixListener) AcceptUnix() (*UnixConn, error) {
 	if !l.ok() {
 		return nil, syscall.EINVAL
@@ -202,9 +209,9 @@ func (l *UnixListener) AcceptUnix() (*UnixConn, error) {
 	return newUnixConn(fd), nil
 }
 
-// Close stops listening and, if the listener created its socket file,
-// removes it (abstract "@" names have none). A blocked Accept returns
-// net.ErrClosed.
+// Close stops listening (close(2)) and, if the listener created its
+// socket file, removes it first (unlink(2); abstract "@" names have
+// none), as net's. A blocked Accept returns net.ErrClosed.
 func (l *UnixListener) Close() error {
 	if !l.ok() {
 		return syscall.EINVAL
@@ -221,10 +228,12 @@ func (l *UnixListener) Close() error {
 	return nil
 }
 
-// Addr returns the listener's address.
+// Addr returns the listener's address, as net's (no syscall: recorded at
+// Listen).
 func (l *UnixListener) Addr() net.Addr { return l.fd.laddr }
 
-// SetDeadline sets the deadline for Accept; errors are not wrapped, as net.
+// SetDeadline sets the deadline for Accept, on the poller (no syscall);
+// errors are not wrapped, as net's.
 func (l *UnixListener) SetDeadline(t time.Time) error {
 	if !l.ok() {
 		return syscall.EINVAL
@@ -232,12 +241,14 @@ func (l *UnixListener) SetDeadline(t time.Time) error {
 	return l.fd.pfd.SetDeadline(t, pollfd.ModeRead)
 }
 
-// SetUnlinkOnClose sets whether Close removes the socket file. By default
+// SetUnlinkOnClose sets whether Close removes the socket file (unlink(2)),
+// as net's. By default
 // it does when Listen or ListenUnix created the file, and not for a
 // listener from FileListener.
 func (l *UnixListener) SetUnlinkOnClose(unlink bool) { l.unlink = unlink }
 
-// SyscallConn returns a raw connection whose Read and Write are EINVAL.
+// SyscallConn returns a raw connection whose Read and Write are EINVAL,
+// as net's; Control runs on the descriptor without a syscall of its own.
 func (l *UnixListener) SyscallConn() (syscall.RawConn, error) {
 	if !l.ok() {
 		return nil, syscall.EINVAL
@@ -245,7 +256,8 @@ func (l *UnixListener) SyscallConn() (syscall.RawConn, error) {
 	return &listenerRawConn{sockRawConn{l.fd}}, nil
 }
 
-// File returns a duplicate of the listening socket as an *os.File.
+// File returns a duplicate of the listening socket as an *os.File
+// (fcntl(2) F_DUPFD_CLOEXEC), as net's.
 func (l *UnixListener) File() (*os.File, error) {
 	if !l.ok() {
 		return nil, syscall.EINVAL
