@@ -57,12 +57,14 @@ func zoneIndex(zone string) uint32 {
 	if ifi, err := net.InterfaceByName(zone); err == nil {
 		return uint32(ifi.Index)
 	}
+	// As net's zoneCache.index: the decimal prefix (net's dtoi), capped
+	// at 0xFFFFFF; no digits is 0.
 	n := 0
-	for _, c := range zone {
-		if c < '0' || c > '9' {
-			return 0
+	for i := 0; i < len(zone) && '0' <= zone[i] && zone[i] <= '9'; i++ {
+		n = n*10 + int(zone[i]-'0')
+		if n >= 0xFFFFFF {
+			return 0xFFFFFF
 		}
-		n = n*10 + int(c-'0')
 	}
 	return uint32(n)
 }
