@@ -70,6 +70,9 @@ func TestWakePathAllocs(t *testing.T) {
 		s := p.Stats()
 		t.Logf("%d cycles: %d parks, %d events, %d harvests", cycles, s.Parks-base.Parks, s.Events-base.Events, s.Harvests-base.Harvests)
 		require.Positive(t, s.Parks-base.Parks, "the measured path never parked")
+		if p.Options().RuntimePark {
+			require.Positive(t, s.ParksInSlot-base.ParksInSlot, "RuntimePark never parked in a slot")
+		}
 		require.Zero(t, allocs, "allocations per wake cycle")
 	})
 }

@@ -12,9 +12,13 @@ package pollfd
 //	         waiter) even when no one waits, so an edge that lands between
 //	         a syscall's EAGAIN and the park is kept, not lost. Cleared by
 //	         Prepare (before the syscall) and consumed by Wait.
-//	waiting  a goroutine has committed to park on wake. Only a waker
-//	         clears it, and the waker that clears it is the one that sends
-//	         the single token on wake: one park, at most one token.
+//	waiting  a goroutine has committed to park on wake (or in slot).
+//	         Only a waker clears it, and the waker that clears it is the
+//	         one that sends the single token on wake (or writes slot's
+//	         eventfd): one park, at most one token.
+//	slot     the park slot the waiter parks in instead of wake, in the
+//	         runtime's poller (Options.RuntimePark; park.go). Set with
+//	         waiting, cleared by the waker that clears waiting.
 //	expired  the deadline has passed; sticky until the next SetDeadline on
 //	         this direction (deadline.go).
 //	seq      the deadline generation (deadline.go).
@@ -134,6 +138,7 @@ type gate struct {
 	armed    uint64 // seq the timer was last armed for
 	timer    *time.Timer
 	wake     chan struct{} // capacity 1; made on the first park
+	slot     *parkSlot     // the waiter parks in the runtime's poller (park.go)
 }
 
 // Desc is one registered descriptor. The zero value is not usable; get one
@@ -272,6 +277,18 @@ func (d *Desc) wait(mode Mode, done <-chan struct{}) error {
 		if g == &d.rg && d.watch.list != nil && !d.watch.queued {
 			d.watch.armed = true // a read hit EAGAIN: the next edge is news (ready.go)
 		}
+		if done == nil && p.runtimePark {
+			if slot := p.parkSlots.get(); slot != nil {
+				g.waiting, g.slot = true, slot
+				d.mu.Unlock()
+				p.stats.parks.Add(1)
+				p.stats.parksInSlot.Add(1)
+				d.parkInSlot(g, slot)
+				p.parkSlots.put(slot)
+				d.mu.Lock()
+				continue
+			}
+		}
 		if g.wake == nil {
 			g.wake = make(chan struct{}, 1)
 		}
@@ -327,6 +344,11 @@ func (g *gate) wakeLocked() bool {
 		return false
 	}
 	g.waiting = false
+	if s := g.slot; s != nil {
+		g.slot = nil
+		s.signal()
+		return true
+	}
 	g.wake <- struct{}{} // never blocks: one token per park, capacity 1
 	return true
 }

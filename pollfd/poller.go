@@ -27,7 +27,7 @@ func newPoller(opts Options) *Poller {
 	}
 	p := &Poller{opts: opts, shards: make([]*shard, n)}
 	for i := range p.shards {
-		p.shards[i] = &shard{poller: p, index: i, harvest: opts.Harvest}
+		p.shards[i] = &shard{poller: p, index: i, harvest: opts.Harvest, runtimePark: opts.RuntimePark}
 	}
 	return p
 }

@@ -18,6 +18,9 @@ type shard struct {
 	index   int
 	harvest bool // Options.Harvest, read on every Wait
 
+	runtimePark bool      // Options.RuntimePark
+	parkSlots   parkSlots // park.go
+
 	initOnce sync.Once
 	initErr  error
 
@@ -38,7 +41,15 @@ func (s *shard) init() error {
 			return
 		}
 		s.epfd = epfd
+		if s.runtimePark {
+			if err := s.parkSlots.start(); err != nil {
+				unix.Close(epfd)
+				s.initErr = err
+				return
+			}
+		}
 		if err := s.loop.start(s); err != nil {
+			s.parkSlots.stop()
 			unix.Close(epfd)
 			s.initErr = err
 			return
@@ -108,6 +119,7 @@ func (s *shard) close() error {
 	delete(live, s)
 	liveMu.Unlock()
 	err := s.loop.stop(s)
+	s.parkSlots.stop()
 	if cerr := unix.Close(s.epfd); err == nil && cerr != nil {
 		err = os.NewSyscallError("close", cerr)
 	}
@@ -120,5 +132,5 @@ func (s *shard) isPollDescriptor(fd int) bool {
 		return false
 	}
 	return fd == s.epfd || (s.loop.eventfd > 0 && fd == s.loop.eventfd) ||
-		(s.loop.epdup > 0 && fd == s.loop.epdup)
+		(s.loop.epdup > 0 && fd == s.loop.epdup) || s.parkSlots.isSlot(fd)
 }

@@ -17,6 +17,7 @@ type Stats struct {
 	Events      uint64 // events delivered to a registered descriptor
 	StaleEvents uint64 // events whose token was no longer registered (dropped)
 	Parks       uint64 // Waits that parked
+	ParksInSlot uint64 // of which in a park slot, in the runtime's poller (Options.RuntimePark)
 	EINTR       uint64 // epoll_wait calls interrupted by a signal, and retried
 	TimerFires  uint64 // deadlines that expired by their timer
 	Harvests    uint64 // waiter-side epoll_wait(0) calls that found events
@@ -40,6 +41,7 @@ type counters struct {
 	events          atomic.Uint64
 	staleEvents     atomic.Uint64
 	parks           atomic.Uint64
+	parksInSlot     atomic.Uint64
 	eintr           atomic.Uint64
 	timerFires      atomic.Uint64
 	harvests        atomic.Uint64
@@ -84,6 +86,7 @@ func (t *Stats) add(s Stats) {
 	t.Events += s.Events
 	t.StaleEvents += s.StaleEvents
 	t.Parks += s.Parks
+	t.ParksInSlot += s.ParksInSlot
 	t.EINTR += s.EINTR
 	t.TimerFires += s.TimerFires
 	t.Harvests += s.Harvests
@@ -105,6 +108,7 @@ func (s *shard) snapshot() Stats {
 		Events:          c.events.Load(),
 		StaleEvents:     c.staleEvents.Load(),
 		Parks:           c.parks.Load(),
+		ParksInSlot:     c.parksInSlot.Load(),
 		EINTR:           c.eintr.Load(),
 		TimerFires:      c.timerFires.Load(),
 		Harvests:        c.harvests.Load(),

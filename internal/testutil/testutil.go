@@ -104,6 +104,7 @@ func Strategies() []pollfd.Options {
 		{Strategy: pollfd.Nested},
 		{Strategy: pollfd.Nested, Harvest: true},
 		{Strategy: pollfd.Nested, Harvest: true, Shards: 2},
+		{Strategy: pollfd.Nested, Harvest: true, RuntimePark: true},
 	}
 }
 

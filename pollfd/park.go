@@ -1,0 +1,171 @@
+//go:build linux
+
+package pollfd
+
+// Parking in the runtime's poller (opt-in: Options.RuntimePark).
+//
+// A waiter parked on its gate's channel is readied by a channel send, and
+// with two or more Ps every goroutine readied from Go code makes the
+// scheduler wake an idle P's thread (runtime.ready → wakep), a futex wake
+// and often a migration per message. The runtime's own poller readies its
+// goroutines from findrunnable, on the thread that is going idle, with no
+// such wake: that is where net's ping-pong speed comes from (DESIGN.md,
+// "The hop").
+//
+// So a parking waiter may borrow a park slot: an eventfd registered with
+// the runtime's poller through an *os.File. It parks in the slot's
+// RawConn.Read, and its waker, instead of sending on the channel, writes
+// the eventfd; the runtime's poller then sees the slot readable and hands
+// the waiter to the next thread that looks for work. The eventfd is never
+// read: it is edge-triggered in the runtime, and every write is a new edge
+// (its counter would take centuries to saturate).
+//
+// The protocol is the gate's (gate.go) with one change of medium: the
+// waiter publishes waiting and slot under mu; the waker that clears waiting
+// clears slot and writes the eventfd, under mu. The parked function looks
+// at waiting under mu: cleared means woken. RawRead resets the slot's
+// readiness before it first calls that function, so a write that lands
+// before the reset has already cleared waiting, and the first look sees
+// it; a write after the reset is a readiness the runtime reports. A write
+// meant for an earlier user of the slot can only make a later user look
+// again and park again: spurious, harmless.
+//
+// Slots are few (parkSlotsPerP per P, made when the shard starts, so a
+// shard's descriptor count does not change under a running program), and
+// a waiter that finds none, or whose wait can be cancelled by a context
+// (a select on a channel), parks on its channel as before.
+
+import (
+	"os"
+	"runtime"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// parkSlotsPerP is how many park slots a shard makes per P.
+const parkSlotsPerP = 2
+
+// parkSlot is an eventfd a waiter parks on in the runtime's poller.
+type parkSlot struct {
+	efd  int
+	file *os.File
+	rc   syscall.RawConn
+	// d and g are the current waiter's, set while it holds the slot.
+	d     *Desc
+	g     *gate
+	woken func(uintptr) bool // s.wokenFn, bound once: parking allocates nothing
+}
+
+// parkSlots is a shard's free list of slots.
+type parkSlots struct {
+	mu   sync.Mutex
+	free []*parkSlot
+	all  []*parkSlot
+}
+
+// start makes the shard's slots.
+func (ps *parkSlots) start() error {
+	n := parkSlotsPerP * runtime.GOMAXPROCS(0)
+	for range n {
+		efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+		if err != nil {
+			ps.stop()
+			return os.NewSyscallError("eventfd", err)
+		}
+		// Non-blocking already, so os.NewFile registers it with the
+		// runtime's poller.
+		s := &parkSlot{efd: efd, file: os.NewFile(uintptr(efd), "pollfd-park")}
+		if s.rc, err = s.file.SyscallConn(); err != nil {
+			s.file.Close()
+			ps.stop()
+			return err
+		}
+		s.woken = s.wokenFn
+		ps.all = append(ps.all, s)
+	}
+	ps.free = append(ps.free, ps.all...)
+	return nil
+}
+
+// stop closes every slot; a waiter still parked in one is woken by the
+// close and falls back to its channel.
+func (ps *parkSlots) stop() {
+	ps.mu.Lock()
+	all := ps.all
+	ps.all, ps.free = nil, nil
+	ps.mu.Unlock()
+	for _, s := range all {
+		s.file.Close()
+	}
+}
+
+func (ps *parkSlots) get() *parkSlot {
+	ps.mu.Lock()
+	var s *parkSlot
+	if n := len(ps.free); n > 0 {
+		s = ps.free[n-1]
+		ps.free = ps.free[:n-1]
+	}
+	ps.mu.Unlock()
+	return s
+}
+
+func (ps *parkSlots) put(s *parkSlot) {
+	s.d, s.g = nil, nil
+	ps.mu.Lock()
+	if ps.all != nil { // not stopped meanwhile
+		ps.free = append(ps.free, s)
+	}
+	ps.mu.Unlock()
+}
+
+// isSlot reports whether fd is one of the slots' eventfds.
+func (ps *parkSlots) isSlot(fd int) bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for _, s := range ps.all {
+		if s.efd == fd {
+			return true
+		}
+	}
+	return false
+}
+
+// wokenFn is the parked function: woken once a waker cleared waiting.
+func (s *parkSlot) wokenFn(uintptr) bool {
+	s.d.mu.Lock()
+	woken := !s.g.waiting
+	s.d.mu.Unlock()
+	return woken
+}
+
+var eventfdOne = [8]byte{1} // native-endian 1 on every little-endian Linux port; any non-zero value wakes
+
+// signal is the waker's half: one eventfd write, a new edge for the
+// runtime's poller. Called with the waiter's mu held.
+func (s *parkSlot) signal() {
+	for {
+		_, err := unix.Write(s.efd, eventfdOne[:])
+		if err != unix.EINTR {
+			return // EAGAIN (a saturated counter) is still readable: the waiter is woken
+		}
+	}
+}
+
+// parkInSlot parks the waiter of g, which has published waiting and slot
+// under mu and released it, until a waker clears waiting. If the slot is
+// closed under it (the shard is closing) the waiter withdraws, and the
+// caller's loop parks it again, on its channel.
+func (d *Desc) parkInSlot(g *gate, s *parkSlot) {
+	s.d, s.g = d, g
+	if err := s.rc.Read(s.woken); err == nil {
+		return
+	}
+	d.mu.Lock()
+	if g.slot == s {
+		g.waiting, g.slot = false, nil
+	}
+	d.mu.Unlock()
+}
