@@ -69,34 +69,43 @@ func zoneIndex(zone string) uint32 {
 	return uint32(n)
 }
 
-// ipToSockaddr builds the kernel address for ip:port in family. A nil or
-// unspecified IPv4 address in an AF_INET6 socket becomes "::", as net does.
-func ipToSockaddr(family int, ip net.IP, port int, zone string) (unix.Sockaddr, error) {
+// familyIP applies the address rules of a socket of family to ip, as net
+// does: a nil IP is the family's wildcard, an IPv4 socket takes IPv4 and
+// IPv4-mapped addresses, an IPv6 one any address (an unspecified IPv4
+// address becomes "::"). It returns the 4- or 16-byte form.
+func familyIP(family int, ip net.IP) (net.IP, error) {
 	switch family {
 	case unix.AF_INET:
 		if len(ip) == 0 {
 			ip = net.IPv4zero
 		}
-		ip4 := ip.To4()
-		if ip4 == nil {
-			return nil, &net.AddrError{Err: "non-IPv4 address", Addr: ip.String()}
+		if ip4 := ip.To4(); ip4 != nil {
+			return ip4, nil
 		}
-		sa := &unix.SockaddrInet4{Port: port}
-		copy(sa.Addr[:], ip4)
-		return sa, nil
+		return nil, &net.AddrError{Err: "non-IPv4 address", Addr: ip.String()}
 	case unix.AF_INET6:
 		if len(ip) == 0 || ip.Equal(net.IPv4zero) {
 			ip = net.IPv6zero
 		}
-		ip6 := ip.To16()
-		if ip6 == nil {
-			return nil, &net.AddrError{Err: "non-IPv6 address", Addr: ip.String()}
+		if ip6 := ip.To16(); ip6 != nil {
+			return ip6, nil
 		}
-		sa := &unix.SockaddrInet6{Port: port, ZoneId: zoneIndex(zone)}
-		copy(sa.Addr[:], ip6)
-		return sa, nil
+		return nil, &net.AddrError{Err: "non-IPv6 address", Addr: ip.String()}
 	}
 	return nil, &net.AddrError{Err: "invalid address family", Addr: ip.String()}
+}
+
+// ipToSockaddr builds the kernel address for ip:port in family (familyIP's
+// rules).
+func ipToSockaddr(family int, ip net.IP, port int, zone string) (unix.Sockaddr, error) {
+	fip, err := familyIP(family, ip)
+	if err != nil {
+		return nil, err
+	}
+	if family == unix.AF_INET {
+		return &unix.SockaddrInet4{Port: port, Addr: [4]byte(fip)}, nil
+	}
+	return &unix.SockaddrInet6{Port: port, ZoneId: zoneIndex(zone), Addr: [16]byte(fip)}, nil
 }
 
 // addrToSockaddr converts a net.Addr for a socket of family.

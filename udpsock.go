@@ -175,31 +175,17 @@ func (c *UDPConn) writeTo(b []byte, addr *net.UDPAddr) (int, error) {
 	return n, wrapSyscallError("sendto", err)
 }
 
-// ipToAddrPort is ipToSockaddr's address rules (a nil IP is the
-// family's wildcard, an IPv4 socket takes IPv4 and IPv4-mapped addresses,
-// an IPv6 one any) yielding a netip.AddrPort.
+// ipToAddrPort is ipToSockaddr yielding a netip.AddrPort (familyIP's
+// rules).
 func ipToAddrPort(family int, ip net.IP, port uint16, zone string) (netip.AddrPort, error) {
-	switch family {
-	case unix.AF_INET:
-		if len(ip) == 0 {
-			ip = net.IPv4zero
-		}
-		ip4 := ip.To4()
-		if ip4 == nil {
-			return netip.AddrPort{}, &net.AddrError{Err: "non-IPv4 address", Addr: ip.String()}
-		}
-		return netip.AddrPortFrom(netip.AddrFrom4([4]byte(ip4)), port), nil
-	case unix.AF_INET6:
-		if len(ip) == 0 || ip.Equal(net.IPv4zero) {
-			ip = net.IPv6zero
-		}
-		ip6 := ip.To16()
-		if ip6 == nil {
-			return netip.AddrPort{}, &net.AddrError{Err: "non-IPv6 address", Addr: ip.String()}
-		}
-		return netip.AddrPortFrom(netip.AddrFrom16([16]byte(ip6)).WithZone(zone), port), nil
+	fip, err := familyIP(family, ip)
+	if err != nil {
+		return netip.AddrPort{}, err
 	}
-	return netip.AddrPort{}, &net.AddrError{Err: "invalid address family", Addr: ip.String()}
+	if family == unix.AF_INET {
+		return netip.AddrPortFrom(netip.AddrFrom4([4]byte(fip)), port), nil
+	}
+	return netip.AddrPortFrom(netip.AddrFrom16([16]byte(fip)).WithZone(zone), port), nil
 }
 
 // WriteTo implements net.PacketConn: WriteToUDP (sendto(2)) for a
