@@ -4,18 +4,14 @@ package gatenet_test
 
 // Helpers shared by the idle-connection tests (idle_mem_test.go) and the
 // many-connection benchmarks (shard_bench_test.go): the descriptor limit,
-// memory snapshots, and loopback listeners that can hold thousands of
-// connections in their accept queues.
+// and loopback listeners that can hold thousands of connections in their
+// accept queues. (The idle tests' holding and memory snapshots are
+// internal/benchharness.HoldIdle's.)
 
 import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"runtime"
-	"runtime/debug"
-	"strconv"
-	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -49,47 +45,6 @@ func raiseNoFile(tb testing.TB, need uint64) {
 			tb.Errorf("restoring RLIMIT_NOFILE: %v", err)
 		}
 	})
-}
-
-// memSnapshot is what the idle-memory test compares before and after.
-type memSnapshot struct {
-	heapInuse  int64 // runtime.MemStats.HeapInuse
-	stackInuse int64 // runtime.MemStats.StackInuse
-	rss        int64 // resident pages × page size (/proc/self/statm)
-}
-
-// takeMemSnapshot collects garbage, returns free pages to the OS (so that
-// RSS counts live memory, not pages a previous phase left behind) and
-// reads the counters.
-func takeMemSnapshot(tb testing.TB) memSnapshot {
-	tb.Helper()
-	runtime.GC()
-	debug.FreeOSMemory() // another GC, then scavenge everything free
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return memSnapshot{
-		heapInuse:  int64(ms.HeapInuse),
-		stackInuse: int64(ms.StackInuse),
-		rss:        readRSS(tb),
-	}
-}
-
-// readRSS is the resident set size: statm's second field, in pages.
-func readRSS(tb testing.TB) int64 {
-	tb.Helper()
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		tb.Fatalf("reading /proc/self/statm: %v", err)
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		tb.Fatalf("/proc/self/statm: %q", b)
-	}
-	pages, err := strconv.ParseInt(f[1], 10, 64)
-	if err != nil {
-		tb.Fatalf("/proc/self/statm: %v", err)
-	}
-	return pages * int64(os.Getpagesize())
 }
 
 // perListener is how many connections one listener is asked to hold in

@@ -15,7 +15,7 @@ import (
 // idle holds n connections on s's server side the pattern's way
 // (benchharness.IdlePeek, IdleRead4K, IdleWaitRead or IdleQueue).
 func idle(s benchharness.Stack, pattern string, n int) (result, error) {
-	r, err := benchharness.HoldIdle(s, pattern, n)
+	r, err := benchharness.HoldIdle(s, pattern, n, benchharness.IdleOptions{})
 	if err != nil {
 		return result{}, err
 	}
