@@ -64,43 +64,52 @@ type parkSlot struct {
 
 // parkSlots is a shard's free list of slots.
 type parkSlots struct {
-	mu   sync.Mutex
-	free []*parkSlot
-	all  []*parkSlot
+	mu      sync.Mutex
+	free    []*parkSlot
+	all     []*parkSlot
+	stopped bool
 }
 
-// start makes the shard's slots.
+// start makes the shard's slots (all free; stop closes them).
 func (ps *parkSlots) start() error {
 	n := parkSlotsPerP * runtime.GOMAXPROCS(0)
 	for range n {
-		efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+		s, err := newParkSlot()
 		if err != nil {
-			ps.stop()
-			return os.NewSyscallError("eventfd", err)
-		}
-		// Non-blocking already, so os.NewFile registers it with the
-		// runtime's poller.
-		s := &parkSlot{efd: efd, file: os.NewFile(uintptr(efd), "pollfd-park")}
-		if s.rc, err = s.file.SyscallConn(); err != nil {
-			s.file.Close()
 			ps.stop()
 			return err
 		}
-		s.woken = s.wokenFn
 		ps.all = append(ps.all, s)
+		ps.free = append(ps.free, s)
 	}
-	ps.free = append(ps.free, ps.all...)
 	return nil
 }
 
-// stop closes every slot; a waiter still parked in one is woken by the
-// close and falls back to its channel.
+func newParkSlot() (*parkSlot, error) {
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		return nil, os.NewSyscallError("eventfd", err)
+	}
+	// Non-blocking already, so os.NewFile registers it with the runtime's
+	// poller.
+	s := &parkSlot{efd: efd, file: os.NewFile(uintptr(efd), "pollfd-park")}
+	if s.rc, err = s.file.SyscallConn(); err != nil {
+		s.file.Close()
+		return nil, err
+	}
+	s.woken = s.wokenFn
+	return s, nil
+}
+
+// stop closes the free slots; a slot in use is closed when its waiter
+// gives it back (put), never under it: a waker may still write its eventfd,
+// and a closed number could by then belong to someone else.
 func (ps *parkSlots) stop() {
 	ps.mu.Lock()
-	all := ps.all
-	ps.all, ps.free = nil, nil
+	free := ps.free
+	ps.all, ps.free, ps.stopped = nil, nil, true
 	ps.mu.Unlock()
-	for _, s := range all {
+	for _, s := range free {
 		s.file.Close()
 	}
 }
@@ -119,10 +128,14 @@ func (ps *parkSlots) get() *parkSlot {
 func (ps *parkSlots) put(s *parkSlot) {
 	s.d, s.g = nil, nil
 	ps.mu.Lock()
-	if ps.all != nil { // not stopped meanwhile
+	stopped := ps.stopped
+	if !stopped {
 		ps.free = append(ps.free, s)
 	}
 	ps.mu.Unlock()
+	if stopped {
+		s.file.Close() // its waiter is gone and no waker holds it
+	}
 }
 
 // isSlot reports whether fd is one of the slots' eventfds.
@@ -159,9 +172,10 @@ func (s *parkSlot) signal() {
 }
 
 // parkInSlot parks the waiter of g, which has published waiting and slot
-// under mu and released it, until a waker clears waiting. If the slot is
-// closed under it (the shard is closing) the waiter withdraws, and the
-// caller's loop parks it again, on its channel.
+// under mu and released it, until a waker clears waiting. The slot's file
+// is not closed while it is lent (stop leaves it to put), so Read returns
+// an error only if that promise is broken; the waiter then withdraws, if
+// no waker has claimed it, and the caller's loop parks it on its channel.
 func (d *Desc) parkInSlot(g *gate, s *parkSlot) {
 	s.d, s.g = d, g
 	if err := s.rc.Read(s.woken); err == nil {
