@@ -336,6 +336,23 @@ func (p *zcProxy) copyInOut(s sockStack) (int64, error, bool) {
 	return n, err, s.isNet() || gatenet.SpliceCalls() > before
 }
 
+// zcCopyResult is what copyInOut returned.
+type zcCopyResult struct {
+	n   int64
+	err error
+	ran bool // the zero-copy path ran
+}
+
+// copyInOutAsync runs copyInOut in a goroutine and delivers its result.
+func (p *zcProxy) copyInOutAsync(s sockStack) <-chan zcCopyResult {
+	done := make(chan zcCopyResult, 1)
+	go func() {
+		n, err, ran := p.copyInOut(s)
+		done <- zcCopyResult{n, err, ran}
+	}()
+	return done
+}
+
 // TestZeroCopyParitySpliceDeadlines: conn→conn io.Copy (splice on both
 // stacks) ended by a write deadline on the destination (its peer stalls)
 // and by a read deadline on the source (the client stops sending).
@@ -367,16 +384,7 @@ func TestZeroCopyParitySpliceDeadlines(t *testing.T) {
 			p := zcNewProxy(t, s, 25, sent)
 			got := receiveHashed(p.srv)  // the destination side never stalls
 			require.NoError(t, <-p.sent) // then the client stays silent
-			type res struct {
-				n   int64
-				err error
-				ran bool
-			}
-			done := make(chan res, 1)
-			go func() {
-				n, err, ran := p.copyInOut(s)
-				done <- res{n, err, ran}
-			}()
+			done := p.copyInOutAsync(s)
 			// Once the proxy has taken everything the client sent, its
 			// read is blocked (or about to be): expire it.
 			for zcQueue(t, p.client, unix.SIOCOUTQ) > 0 || zcQueue(t, p.in, unix.SIOCINQ) > 0 {
@@ -410,16 +418,7 @@ func TestZeroCopyParityCloseDst(t *testing.T) {
 		sockParity(t, func(t *testing.T, s sockStack) zcObs {
 			p := zcNewProxy(t, s, 26, 0)
 			zcSmallBuffers(t, p.out, p.srv)
-			type res struct {
-				n   int64
-				err error
-				ran bool
-			}
-			done := make(chan res, 1)
-			go func() {
-				n, err, ran := p.copyInOut(s)
-				done <- res{n, err, ran}
-			}()
+			done := p.copyInOutAsync(s)
 			zcWaitStalled(t, p.out)
 			p.out.Close()
 			r := <-done
