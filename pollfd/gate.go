@@ -30,10 +30,12 @@ package pollfd
 //
 //	Prepare      closing → ErrClosing; expired → ErrTimeout; read && eventErr
 //	             → ErrNotPollable; otherwise ready = false.
-//	WaitContext  Wait, but a done context withdraws a parked waiter: under
-//	             mu, waiting still set → clear it, return ctx.Err();
-//	             already cleared → the token is in wake: take it, and
-//	             report the readiness or error it brought.
+//	WaitContext  Wait, but the context, through a context.AfterFunc
+//	             callback registered once per gate and context, is one more
+//	             waker: under mu, waiting still set → clear it, mark the
+//	             park canceled, send the token; the woken waiter returns
+//	             ctx.Err() unless the token also found ready or an error
+//	             (ctxwait.go).
 //	Wait         the same error checks as Prepare (an error beats a Ready
 //	             left from before, as in the runtime's pollWait); then, and
 //	             after every wake: ready → consume it, return nil (Ready is
@@ -68,11 +70,12 @@ package pollfd
 //     serialise waiters, so no second consumer can steal an edge. Wait still
 //     refuses a second concurrent waiter (ErrDoubleWait) rather than
 //     corrupting the gate.
-//   - Cancellation versus wake. A waiter whose context ends takes mu before
-//     deciding: if waiting is still set, no waker has claimed the park and
-//     none will (wakers need waiting), so it withdraws; otherwise the token
-//     is already in wake (sent under mu) and it takes it, so no stale token
-//     is left to wake a later park early.
+//   - Cancellation versus wake. The context's callback is a waker like the
+//     others: it needs waiting, clears it and sends the one token under mu,
+//     so whichever of it and an edge, a deadline or Unblock comes first
+//     wakes the park and the other finds nothing to do; no stale token is
+//     left to wake a later park early. A context that ends before the park
+//     is seen under mu (ctx.Err() is set before callbacks start).
 //   - Late edges. An edge can be delivered after the bytes it announced
 //     were read (the drain loop lags the syscall); a later Wait then
 //     returns at once, the retried syscall sees EAGAIN and Wait parks: a
@@ -153,7 +156,8 @@ type Desc struct {
 	closed   bool
 	eventErr bool
 	rg, wg   gate
-	watch    watch // ReadyList membership (ready.go)
+	watch    watch    // ReadyList membership (ready.go)
+	ctx      *descCtx // context registrations (ctxwait.go)
 }
 
 // Fd returns the descriptor number the Desc was opened for.
@@ -223,24 +227,26 @@ func (d *Desc) Wait(mode Mode) error { return d.wait(mode, nil) }
 // WaitContext is called returns its error without waiting.
 func (d *Desc) WaitContext(ctx context.Context, mode Mode) error {
 	done := ctx.Done()
-	if done != nil {
-		select {
-		case <-done:
-			return ctx.Err()
-		default:
-		}
+	if done == nil {
+		return d.wait(mode, nil)
 	}
-	if err := d.wait(mode, done); err != errDone {
+	select {
+	case <-done:
+		return ctx.Err()
+	default:
+	}
+	if err := d.wait(mode, ctx); err != errDone {
 		return err
 	}
 	return ctx.Err()
 }
 
-// errDone reports that wait's done channel closed.
+// errDone reports that wait's context ended the wait.
 var errDone = errors.New("pollfd: wait abandoned")
 
-// wait is Wait, abandoned (errDone) when done closes; nil done never does.
-func (d *Desc) wait(mode Mode, done <-chan struct{}) error {
+// wait is Wait, abandoned (errDone) when ctx, if not nil, is done; ctx has
+// a Done channel (WaitContext sends the others to Wait).
+func (d *Desc) wait(mode Mode, ctx context.Context) error {
 	g := d.gate(mode)
 	if g == nil {
 		return ErrInvalidMode
@@ -277,7 +283,7 @@ func (d *Desc) wait(mode Mode, done <-chan struct{}) error {
 		if g == &d.rg && d.watch.list != nil && !d.watch.queued {
 			d.watch.armed = true // a read hit EAGAIN: the next edge is news (ready.go)
 		}
-		if done == nil && p.runtimePark {
+		if ctx == nil && p.runtimePark {
 			if slot := p.parkSlots.get(); slot != nil {
 				g.waiting, g.slot = true, slot
 				d.mu.Unlock()
@@ -292,49 +298,37 @@ func (d *Desc) wait(mode Mode, done <-chan struct{}) error {
 		if g.wake == nil {
 			g.wake = make(chan struct{}, 1)
 		}
-		g.waiting = true
-		d.mu.Unlock()
-		p.stats.parks.Add(1)
-		if done == nil {
-			<-g.wake
-		} else if d.parkOrDone(g, done) {
-			if !g.ready {
-				if err := d.check(mode, g); err != nil {
-					d.mu.Unlock()
-					return err
-				}
+		var cg *ctxGate
+		if ctx != nil { // ctxwait.go
+			cg = d.ctxGate(g)
+			d.registerLocked(g, cg, ctx, ctx.Done())
+			if ctx.Err() != nil {
+				d.shard.stats.canceled.Add(1)
 				d.mu.Unlock()
 				return errDone
 			}
-			continue // readiness wins over the cancellation
+			cg.parked = true
 		}
+		g.waiting = true
+		d.mu.Unlock()
+		p.stats.parks.Add(1)
+		<-g.wake
 		d.mu.Lock()
+		if cg != nil {
+			cg.parked = false
+			if cg.canceled {
+				cg.canceled = false
+				if !g.ready { // readiness wins over the cancellation
+					if err := d.check(mode, g); err != nil {
+						d.mu.Unlock()
+						return err
+					}
+					d.mu.Unlock()
+					return errDone
+				}
+			}
+		}
 	}
-}
-
-// parkOrDone parks on g's wake channel or until done closes. It reports
-// whether done won; then it returns with mu held, and if a waker had
-// already claimed the park its token has been taken, so the next park
-// starts clean. Kept out of wait so that the select's frame is paid only
-// by waits that can be cancelled (a parked goroutine's stack is most of an
-// idle connection's cost).
-func (d *Desc) parkOrDone(g *gate, done <-chan struct{}) bool {
-	select {
-	case <-g.wake:
-		return false
-	case <-done:
-	}
-	d.mu.Lock()
-	if g.waiting {
-		// Nobody woke us: withdraw, and no token will come.
-		g.waiting = false
-		d.shard.stats.canceled.Add(1)
-		return true
-	}
-	// A waker cleared waiting and sent the token under mu, which we now
-	// hold: take it.
-	<-g.wake
-	return true
 }
 
 // wakeLocked hands the single wake token to a parked waiter. Called with
@@ -405,7 +399,13 @@ func (d *Desc) Unblock() {
 	if woke > 0 { // counted under mu: the woken waiter sees it
 		d.shard.stats.wakeupsClose.Add(uint64(woke))
 	}
+	stops := d.stopContextsLocked()
 	d.mu.Unlock()
+	for _, stop := range stops {
+		if stop != nil {
+			stop()
+		}
+	}
 }
 
 // Close removes the descriptor from the epoll set (EPOLL_CTL_DEL) and from

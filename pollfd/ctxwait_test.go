@@ -1,0 +1,190 @@
+//go:build linux
+
+package pollfd_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/gatenet/gatenet/internal/testutil"
+	"github.com/gatenet/gatenet/pollfd"
+)
+
+// countingCtx is a cancellable context that is not built on the standard
+// library's (so context.AfterFunc goes through its AfterFunc method) and
+// counts registrations and stops.
+type countingCtx struct {
+	mu         sync.Mutex
+	done       chan struct{}
+	err        error
+	funcs      map[int]func()
+	next       int
+	registered int
+	stopped    int
+}
+
+func newCountingCtx() *countingCtx {
+	return &countingCtx{done: make(chan struct{}), funcs: map[int]func(){}}
+}
+
+func (c *countingCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c *countingCtx) Done() <-chan struct{}       { return c.done }
+func (c *countingCtx) Value(any) any               { return nil }
+func (c *countingCtx) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+func (c *countingCtx) AfterFunc(f func()) func() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.registered++
+	id := c.next
+	c.next++
+	c.funcs[id] = f
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if _, ok := c.funcs[id]; !ok {
+			return false
+		}
+		delete(c.funcs, id)
+		c.stopped++
+		return true
+	}
+}
+
+func (c *countingCtx) cancel() {
+	c.mu.Lock()
+	c.err = context.Canceled
+	close(c.done)
+	funcs := c.funcs
+	c.funcs = nil
+	c.mu.Unlock()
+	for _, f := range funcs {
+		go f()
+	}
+}
+
+func (c *countingCtx) counts() (registered, stopped int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.registered, c.stopped
+}
+
+// TestWaitContextRegistration: a gate waited on again and again with one
+// context registers with it once (later waits reuse the registration), a
+// different context replaces it (the old one stopped), Unblock stops what
+// is left, so a long-lived context keeps nothing of closed descriptors;
+// and the context still cancels a parked wait through its registration.
+func TestWaitContextRegistration(t *testing.T) {
+	eachStrategy(t, func(t *testing.T, p *pollfd.Poller) {
+		const n = 8
+		ctx := newCountingCtx()
+		var ws [n]int
+		var ds [n]*pollfd.Desc
+		for i := range n {
+			var r int
+			r, ws[i] = newPipe(t)
+			ds[i] = open(t, p, r)
+		}
+		// Five parked waits per descriptor, each woken by a byte.
+		for range 5 {
+			for i, d := range ds {
+				mustEAGAIN(t, d)
+				base := p.Stats()
+				ch := make(chan error, 1)
+				go func() { ch <- d.WaitContext(ctx, pollfd.ModeRead) }()
+				waitParks(t, p, base, 1)
+				_, err := unix.Write(ws[i], []byte{1})
+				require.NoError(t, err)
+				require.NoError(t, recvErr(t, ch))
+				var b [8]byte
+				_, err = unix.Read(d.Fd(), b[:])
+				require.NoError(t, err)
+			}
+		}
+		reg, stopped := ctx.counts()
+		require.Equal(t, n, reg, "one registration per gate, reused by later waits")
+		require.Zero(t, stopped)
+
+		// Another context on descriptor 0 replaces its registration.
+		other, cancelOther := context.WithCancel(context.Background())
+		defer cancelOther()
+		mustEAGAIN(t, ds[0])
+		base := p.Stats()
+		ch := make(chan error, 1)
+		go func() { ch <- ds[0].WaitContext(other, pollfd.ModeRead) }()
+		waitParks(t, p, base, 1)
+		cancelOther()
+		require.ErrorIs(t, recvErr(t, ch), context.Canceled)
+		_, stopped = ctx.counts()
+		require.Equal(t, 1, stopped, "the replaced registration is stopped")
+
+		// The counting context cancels a parked wait through its
+		// registration.
+		mustEAGAIN(t, ds[1])
+		base = p.Stats()
+		go func() { ch <- ds[1].WaitContext(ctx, pollfd.ModeRead) }()
+		waitParks(t, p, base, 1)
+		ctx.cancel()
+		require.ErrorIs(t, recvErr(t, ch), context.Canceled)
+
+		// Unblock stops the rest (those cancel has not consumed).
+		fresh := newCountingCtx()
+		mustEAGAIN(t, ds[2])
+		base = p.Stats()
+		go func() { ch <- ds[2].WaitContext(fresh, pollfd.ModeRead) }()
+		waitParks(t, p, base, 1)
+		ds[2].Unblock()
+		require.ErrorIs(t, recvErr(t, ch), pollfd.ErrClosing)
+		reg, stopped = fresh.counts()
+		require.Equal(t, 1, reg)
+		require.Equal(t, 1, stopped, "Unblock stops the registration")
+	})
+}
+
+// TestWaitContextAllocs: once a gate is registered with a context, a
+// cancellable wait that parks and is woken by an event allocates nothing.
+func TestWaitContextAllocs(t *testing.T) {
+	testutil.CheckLeaks(t)
+	p := testutil.NewPoller(t, pollfd.DefaultOptions())
+	r, w := newPipe(t)
+	d := open(t, p, r)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	kick := make(chan struct{})
+	stopped := make(chan struct{})
+	var one [1]byte
+	go func() {
+		defer close(stopped)
+		for range kick {
+			unix.Write(w, one[:])
+		}
+	}()
+	defer func() { close(kick); <-stopped }()
+	var buf [8]byte
+	var failed error
+	cycle := func() {
+		if err := d.Prepare(pollfd.ModeRead); err != nil && failed == nil {
+			failed = err
+		}
+		kick <- struct{}{}
+		if err := d.WaitContext(ctx, pollfd.ModeRead); err != nil && failed == nil {
+			failed = err
+		}
+		unix.Read(r, buf[:])
+	}
+	cycle() // the first wait registers
+	base := p.Stats()
+	allocs := testing.AllocsPerRun(200, cycle)
+	require.NoError(t, failed)
+	require.Positive(t, p.Stats().Parks-base.Parks, "the measured path never parked")
+	require.Zero(t, allocs, "allocations per cancellable wake cycle")
+}
