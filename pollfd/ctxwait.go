@@ -4,23 +4,26 @@ package pollfd
 
 // Waits a context can cancel (WaitContext).
 //
-// A cancellable wait parks on the gate's channel like any other wait; the
-// context reaches it through context.AfterFunc, registered once per gate
-// and context and kept while the gate keeps being waited on with that
-// context — a server passes the same context to every read of a
-// connection. So a cancellable park costs what a plain one does: one
-// channel receive, no select with a second sudog, no allocation after the
-// first wait, and a stack as shallow as Wait's (a select's frames doubled
-// an idle connection's stack to 4 KiB).
+// Two ways to park. A context that keeps coming back — a server's, passed
+// to every read of a connection, or a request's over the many reads of one
+// body — is registered with context.AfterFunc once per gate and kept; a
+// wait with it parks on the gate's channel exactly as Wait does: one
+// channel receive, no second sudog, no allocation, and a stack as shallow
+// as Wait's (a select's frames doubled an idle connection's stack to
+// 4 KiB). A gate's first cancellable wait registers. If a registration
+// then serves a single wait before another context replaces it, the gate's
+// contexts come one per call (a fresh context per ReadContext), where a
+// registration (a goroutine and about 600 bytes) would cost more than it
+// saves: such waits select on the gate's channel and the context's Done
+// channel (parkOrDone) until a context comes back twice in a row.
 //
 // Registrations are keyed by the context's Done channel (contexts are not
 // always comparable; two contexts sharing a Done channel end together).
-// The protocol, all under the Desc's mu:
+// The protocol of a registered park, all under the Desc's mu:
 //
-//	park     register (or reuse) the gate's registration for ctx; then, if
-//	         ctx is already done, withdraw (errDone); else parked = true,
-//	         waiting = true, park on wake. ctx.Err() is set before any
-//	         AfterFunc callback starts, so a cancellation either is seen
+//	park     if ctx is already done, withdraw (errDone); else parked =
+//	         true, waiting = true, park on wake. ctx.Err() is set before
+//	         any AfterFunc callback starts, so a cancellation either is seen
 //	         here or finds waiting set.
 //	fired    the AfterFunc callback (its own goroutine): if waiting and
 //	         parked and the registration is still this gate's for that
@@ -28,12 +31,17 @@ package pollfd
 //	         exactly a waker's move, so one park still gets one token.
 //	woken    parked = false; canceled → clear it and, unless ready (which
 //	         wins) or an error, return errDone.
+//	register a goroutine of its own makes the AfterFunc registration (off
+//	         the waiter's stack; the waiter does not wait for it) and hands
+//	         its stop to the gate, unless the gate has moved on to another
+//	         context or is closing: then it stops it at once.
 //	Unblock  stops both registrations (after mu), so a closed descriptor
 //	         leaves nothing in a long-lived context.
 //
 // A registration replaced by another context is stopped; if its callback
 // is already running it finds its Done channel no longer registered and
-// does nothing.
+// does nothing. A cancellation before the registration exists is seen by
+// the waiter's ctx.Err() check; after it, by the callback.
 //
 // A context that is not one of the standard library's cancelable contexts
 // (nor built on one) makes AfterFunc watch it with a goroutine, per
@@ -43,6 +51,9 @@ import "context"
 
 // ctxGate is a gate's context registration.
 type ctxGate struct {
+	last     <-chan struct{} // the Done channel of the gate's last cancellable wait
+	perCall  bool            // contexts come one per call: select unless one repeats
+	uses     int             // waits the registration has served
 	done     <-chan struct{} // the registered context's Done channel
 	stop     func() bool     // context.AfterFunc's stop
 	parked   bool            // the current park can be cancelled by it
@@ -65,6 +76,33 @@ func (d *Desc) ctxGate(g *gate) *ctxGate {
 	return &d.ctx.w
 }
 
+// ctxGateFor returns g's registration for ctx, registering it unless
+// this gate's contexts are one per call (see the top of this file), or
+// nil: this wait selects. Called with mu held.
+func (d *Desc) ctxGateFor(g *gate, ctx context.Context) *ctxGate {
+	done := ctx.Done()
+	cg := d.ctxGate(g)
+	again := cg.last == done
+	cg.last = done
+	switch {
+	case cg.done == done:
+		cg.uses++
+		return cg
+	case again:
+		cg.perCall = false // a context that came back: worth registering
+	case cg.perCall:
+		return nil
+	case cg.done != nil && cg.uses <= 1:
+		// The registration this replaces served a single wait: contexts
+		// come one per call here. Select from now on, until one repeats.
+		cg.perCall = true
+		return nil
+	}
+	d.registerLocked(g, cg, ctx, done)
+	cg.uses = 1
+	return cg
+}
+
 // registerLocked makes cg the registration for ctx (whose Done channel is
 // done), replacing another context's. Called with mu held.
 func (d *Desc) registerLocked(g *gate, cg *ctxGate, ctx context.Context, done <-chan struct{}) {
@@ -74,14 +112,30 @@ func (d *Desc) registerLocked(g *gate, cg *ctxGate, ctx context.Context, done <-
 	if cg.stop != nil {
 		cg.stop()
 	}
-	cg.done = done
-	// context.AfterFunc runs deep (the parent's children map may grow):
-	// on the waiter's stack it would double a parked goroutine's stack to
-	// 4 KiB for good, so it runs on a short-lived goroutine of its own,
-	// once per registration. It takes no lock of ours.
-	reg := make(chan func() bool, 1)
-	go func() { reg <- context.AfterFunc(ctx, func() { d.contextDone(g, done) }) }()
-	cg.stop = <-reg
+	cg.done, cg.stop = done, nil
+	// context.AfterFunc runs deep (the parent's children map may grow): on
+	// the waiter's stack it would double a parked goroutine's stack to
+	// 4 KiB for good. So it runs on a short-lived goroutine of its own,
+	// which the waiter does not wait for: a cancellation that comes before
+	// the registration is made finds ctx.Err() set under mu (the waiter
+	// checks it before parking), and one after it runs the callback.
+	go d.register(g, cg, ctx, done)
+}
+
+// register makes the AfterFunc registration and hands its stop to cg,
+// unless cg has moved on (another context, or Unblock) meanwhile: then it
+// stops it at once.
+func (d *Desc) register(g *gate, cg *ctxGate, ctx context.Context, done <-chan struct{}) {
+	stop := context.AfterFunc(ctx, func() { d.contextDone(g, done) })
+	d.mu.Lock()
+	if cg.done == done && cg.stop == nil && !d.closing {
+		cg.stop = stop
+		stop = nil
+	}
+	d.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
 }
 
 // contextDone is the AfterFunc callback: it wakes a park that ctx can

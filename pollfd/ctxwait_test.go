@@ -110,43 +110,101 @@ func TestWaitContextRegistration(t *testing.T) {
 				require.NoError(t, err)
 			}
 		}
+		waitUntil(t, "the registrations", func() bool {
+			reg, _ := ctx.counts()
+			return reg >= n
+		})
 		reg, stopped := ctx.counts()
 		require.Equal(t, n, reg, "one registration per gate, reused by later waits")
 		require.Zero(t, stopped)
 
-		// Another context on descriptor 0 replaces its registration.
-		other, cancelOther := context.WithCancel(context.Background())
-		defer cancelOther()
-		mustEAGAIN(t, ds[0])
-		base := p.Stats()
+		// Contexts one per call (a fresh one per wait) on a fresh gate: the
+		// first registers; once it has served a single wait, the next ones
+		// are not registered (the waits select), and they still cancel.
+		var r4 int
+		r4, ws[3] = newPipe(t) // a gate that has never had a registration
+		ds[3] = open(t, p, r4)
 		ch := make(chan error, 1)
-		go func() { ch <- ds[0].WaitContext(other, pollfd.ModeRead) }()
-		waitParks(t, p, base, 1)
-		cancelOther()
-		require.ErrorIs(t, recvErr(t, ch), context.Canceled)
-		_, stopped = ctx.counts()
-		require.Equal(t, 1, stopped, "the replaced registration is stopped")
+		for i := range 4 {
+			once := newCountingCtx()
+			mustEAGAIN(t, ds[3])
+			base := p.Stats()
+			go func() { ch <- ds[3].WaitContext(once, pollfd.ModeRead) }()
+			waitParks(t, p, base, 1)
+			if i == 0 { // registrations are made off the waiter's goroutine
+				waitUntil(t, "the first registration", func() bool {
+					reg, _ := once.counts()
+					return reg == 1
+				})
+			}
+			once.cancel()
+			require.ErrorIs(t, recvErr(t, ch), context.Canceled)
+			if i > 0 {
+				reg, _ := once.counts()
+				require.Zero(t, reg, "per-call contexts are not registered")
+			}
+		}
+
+		// Another context on descriptor 0, whose registration has served
+		// many waits, replaces it.
+		other := newCountingCtx()
+		for i := range 2 {
+			mustEAGAIN(t, ds[0])
+			base := p.Stats()
+			go func() { ch <- ds[0].WaitContext(other, pollfd.ModeRead) }()
+			waitParks(t, p, base, 1)
+			if i == 0 {
+				_, err := unix.Write(ws[0], []byte{1})
+				require.NoError(t, err)
+				require.NoError(t, recvErr(t, ch))
+				var b [8]byte
+				_, err = unix.Read(ds[0].Fd(), b[:])
+				require.NoError(t, err)
+				continue
+			}
+			other.cancel()
+			require.ErrorIs(t, recvErr(t, ch), context.Canceled)
+		}
+		reg, _ = other.counts()
+		require.Equal(t, 1, reg, "registered once for its two waits")
+		// Registrations are made and stopped off the waiter's goroutine.
+		waitUntil(t, "the replaced registration to be stopped", func() bool {
+			_, stopped := ctx.counts()
+			return stopped == 1
+		})
 
 		// The counting context cancels a parked wait through its
 		// registration.
 		mustEAGAIN(t, ds[1])
-		base = p.Stats()
+		base := p.Stats()
 		go func() { ch <- ds[1].WaitContext(ctx, pollfd.ModeRead) }()
 		waitParks(t, p, base, 1)
 		ctx.cancel()
 		require.ErrorIs(t, recvErr(t, ch), context.Canceled)
 
-		// Unblock stops the rest (those cancel has not consumed).
+		// Unblock stops the rest (those cancel has not consumed): a new
+		// context, waited with twice (woken by a byte, then parked).
 		fresh := newCountingCtx()
+		mustEAGAIN(t, ds[2])
+		base = p.Stats()
+		go func() { ch <- ds[2].WaitContext(fresh, pollfd.ModeRead) }()
+		waitParks(t, p, base, 1)
+		_, err := unix.Write(ws[2], []byte{1})
+		require.NoError(t, err)
+		require.NoError(t, recvErr(t, ch))
+		var b [8]byte
+		_, err = unix.Read(ds[2].Fd(), b[:])
+		require.NoError(t, err)
 		mustEAGAIN(t, ds[2])
 		base = p.Stats()
 		go func() { ch <- ds[2].WaitContext(fresh, pollfd.ModeRead) }()
 		waitParks(t, p, base, 1)
 		ds[2].Unblock()
 		require.ErrorIs(t, recvErr(t, ch), pollfd.ErrClosing)
-		reg, stopped = fresh.counts()
-		require.Equal(t, 1, reg)
-		require.Equal(t, 1, stopped, "Unblock stops the registration")
+		waitUntil(t, "Unblock to stop the registration", func() bool {
+			reg, stopped := fresh.counts()
+			return reg == 1 && stopped == 1
+		})
 	})
 }
 
@@ -157,8 +215,8 @@ func TestWaitContextAllocs(t *testing.T) {
 	p := testutil.NewPoller(t, pollfd.DefaultOptions())
 	r, w := newPipe(t)
 	d := open(t, p, r)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := newCountingCtx()
+	defer ctx.cancel()
 	kick := make(chan struct{})
 	stopped := make(chan struct{})
 	var one [1]byte
@@ -181,7 +239,12 @@ func TestWaitContextAllocs(t *testing.T) {
 		}
 		unix.Read(r, buf[:])
 	}
-	cycle() // the first wait registers
+	// The first wait that parks registers, on a goroutine of its own.
+	waitUntil(t, "the registration", func() bool {
+		cycle()
+		reg, _ := ctx.counts()
+		return reg == 1
+	})
 	base := p.Stats()
 	allocs := testing.AllocsPerRun(200, cycle)
 	require.NoError(t, failed)

@@ -298,22 +298,39 @@ func (d *Desc) wait(mode Mode, ctx context.Context) error {
 		if g.wake == nil {
 			g.wake = make(chan struct{}, 1)
 		}
-		var cg *ctxGate
-		if ctx != nil { // ctxwait.go
-			cg = d.ctxGate(g)
-			d.registerLocked(g, cg, ctx, ctx.Done())
-			if ctx.Err() != nil {
+		var cg *ctxGate                // the park is cancelled through a registration
+		var selectDone <-chan struct{} // the park selects on the context (ctxwait.go)
+		if ctx != nil {
+			cg = d.ctxGateFor(g, ctx)
+			if cg == nil {
+				selectDone = ctx.Done()
+			} else if ctx.Err() != nil {
 				d.shard.stats.canceled.Add(1)
 				d.mu.Unlock()
 				return errDone
+			} else {
+				cg.parked = true
 			}
-			cg.parked = true
 		}
 		g.waiting = true
 		d.mu.Unlock()
 		p.stats.parks.Add(1)
-		<-g.wake
-		d.mu.Lock()
+		if selectDone == nil {
+			<-g.wake
+			d.mu.Lock()
+		} else if d.parkOrDone(g, selectDone) { // returns with mu held
+			if !g.ready { // readiness wins over the cancellation
+				if err := d.check(mode, g); err != nil {
+					d.mu.Unlock()
+					return err
+				}
+				d.mu.Unlock()
+				return errDone
+			}
+			continue
+		} else {
+			d.mu.Lock()
+		}
 		if cg != nil {
 			cg.parked = false
 			if cg.canceled {
@@ -329,6 +346,31 @@ func (d *Desc) wait(mode Mode, ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// parkOrDone parks on g's wake channel or until done closes. It reports
+// whether done won; then it returns with mu held, and if a waker had
+// already claimed the park its token has been taken, so the next park
+// starts clean. Kept out of wait so that the select's frame is paid only
+// by waits that select (a parked goroutine's stack is most of an idle
+// connection's cost).
+func (d *Desc) parkOrDone(g *gate, done <-chan struct{}) bool {
+	select {
+	case <-g.wake:
+		return false
+	case <-done:
+	}
+	d.mu.Lock()
+	if g.waiting {
+		// Nobody woke us: withdraw, and no token will come.
+		g.waiting = false
+		d.shard.stats.canceled.Add(1)
+		return true
+	}
+	// A waker cleared waiting and sent the token under mu, which we now
+	// hold: take it.
+	<-g.wake
+	return true
 }
 
 // wakeLocked hands the single wake token to a parked waiter. Called with
