@@ -25,16 +25,7 @@ func TestWakePathAllocs(t *testing.T) {
 		r, w := newPipe(t)
 		d := open(t, p, r)
 
-		kick := make(chan struct{})
-		stopped := make(chan struct{})
-		var one [1]byte
-		go func() {
-			defer close(stopped)
-			for range kick {
-				unix.Write(w, one[:])
-			}
-		}()
-		defer func() { close(kick); <-stopped }()
+		kick := kicker(t, w)
 
 		var (
 			buf    [8]byte

@@ -217,16 +217,7 @@ func TestWaitContextAllocs(t *testing.T) {
 	d := open(t, p, r)
 	ctx := newCountingCtx()
 	defer ctx.cancel()
-	kick := make(chan struct{})
-	stopped := make(chan struct{})
-	var one [1]byte
-	go func() {
-		defer close(stopped)
-		for range kick {
-			unix.Write(w, one[:])
-		}
-	}()
-	defer func() { close(kick); <-stopped }()
+	kick := kicker(t, w)
 	var buf [8]byte
 	var failed error
 	cycle := func() {

@@ -211,3 +211,20 @@ func requireParked(t testing.TB, ch <-chan error, grace time.Duration, why strin
 
 // past is a deadline long gone.
 var past = time.Unix(1, 0)
+
+// kicker starts a goroutine that writes one byte to w, from a fixed
+// buffer (it allocates nothing), for every send on the returned channel;
+// it is stopped when t ends.
+func kicker(t testing.TB, w int) chan<- struct{} {
+	kick := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		var one [1]byte
+		for range kick {
+			unix.Write(w, one[:])
+		}
+	}()
+	t.Cleanup(func() { close(kick); <-stopped })
+	return kick
+}
