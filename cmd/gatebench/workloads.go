@@ -159,12 +159,14 @@ func runHTTP(h *benchharness.Harness, rep *report) error {
 func runIdle(h *benchharness.Harness, rep *report) error {
 	peek, read4k := "net+"+benchharness.IdlePeek, "net+"+benchharness.IdleRead4K
 	wait, queue := "gatenet+"+benchharness.IdleWaitRead, "gatenet+"+benchharness.IdleQueue
-	res, err := collect(h, rep, "idle", "idle", idleFlag, []string{peek, wait, read4k, queue})
+	waitCtx := "gatenet+" + benchharness.IdleWaitReadCtx
+	res, err := collect(h, rep, "idle", "idle", idleFlag, []string{peek, wait, read4k, queue, waitCtx})
 	if err != nil {
 		return err
 	}
 	b := extra("bytes_per_conn")
 	rep.add("idle", "B/conn: net MSG_PEEK goroutine vs gatenet WaitRead", fixed0, true, res[peek], res[wait], nil, b)
+	rep.add("idle", "B/conn: net MSG_PEEK goroutine vs gatenet WaitRead(server ctx)", fixed0, true, res[peek], res[waitCtx], nil, b)
 	rep.add("idle", "B/conn: net MSG_PEEK goroutine vs gatenet ReadyQueue", fixed0, true, res[peek], res[queue], nil, b)
 	rep.add("idle", "B/conn: net Read(4 KiB) goroutine vs gatenet WaitRead", fixed0, true, res[read4k], res[wait], nil, b)
 	return nil
