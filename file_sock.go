@@ -18,7 +18,7 @@ import (
 func FileConn(f *os.File) (net.Conn, error) {
 	fd, err := newFileNetFD(f)
 	if err != nil {
-		return nil, &net.OpError{Op: "file", Net: "file+net", Addr: fileAddr(f.Name()), Err: err}
+		return nil, fileOpError(f, err)
 	}
 	switch fd.laddr.(type) {
 	case *net.TCPAddr:
@@ -29,7 +29,7 @@ func FileConn(f *os.File) (net.Conn, error) {
 		return newUnixConn(fd), nil
 	}
 	fd.Close()
-	return nil, &net.OpError{Op: "file", Net: "file+net", Addr: fileAddr(f.Name()), Err: unix.EINVAL}
+	return nil, fileOpError(f, unix.EINVAL)
 }
 
 // FilePacketConn returns a packet connection for a copy of f's socket, as
@@ -40,7 +40,7 @@ func FileConn(f *os.File) (net.Conn, error) {
 func FilePacketConn(f *os.File) (net.PacketConn, error) {
 	fd, err := newFileNetFD(f)
 	if err != nil {
-		return nil, &net.OpError{Op: "file", Net: "file+net", Addr: fileAddr(f.Name()), Err: err}
+		return nil, fileOpError(f, err)
 	}
 	switch fd.laddr.(type) {
 	case *net.UDPAddr:
@@ -49,7 +49,7 @@ func FilePacketConn(f *os.File) (net.PacketConn, error) {
 		return newUnixConn(fd), nil
 	}
 	fd.Close()
-	return nil, &net.OpError{Op: "file", Net: "file+net", Addr: fileAddr(f.Name()), Err: unix.EINVAL}
+	return nil, fileOpError(f, unix.EINVAL)
 }
 
 // FileListener returns a listener for a copy of f's listening socket, as
@@ -58,7 +58,7 @@ func FilePacketConn(f *os.File) (net.PacketConn, error) {
 func FileListener(f *os.File) (net.Listener, error) {
 	fd, err := newFileNetFD(f)
 	if err != nil {
-		return nil, &net.OpError{Op: "file", Net: "file+net", Addr: fileAddr(f.Name()), Err: err}
+		return nil, fileOpError(f, err)
 	}
 	switch laddr := fd.laddr.(type) {
 	case *net.TCPAddr:
@@ -67,7 +67,7 @@ func FileListener(f *os.File) (net.Listener, error) {
 		return &UnixListener{fd: fd, path: laddr.Name, unlink: false}, nil
 	}
 	fd.Close()
-	return nil, &net.OpError{Op: "file", Net: "file+net", Addr: fileAddr(f.Name()), Err: unix.EINVAL}
+	return nil, fileOpError(f, unix.EINVAL)
 }
 
 // fileAddr is net's address for errors about a file ("file+net").
@@ -142,4 +142,10 @@ func ipNetwork(sotype int) string {
 		return "udp"
 	}
 	return "tcp"
+}
+
+// fileOpError is the error net's File* functions give for f: Op "file",
+// Net "file+net", the file's name as the address.
+func fileOpError(f *os.File, err error) error {
+	return &net.OpError{Op: "file", Net: "file+net", Addr: fileAddr(f.Name()), Err: err}
 }
