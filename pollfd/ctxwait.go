@@ -27,7 +27,7 @@ package pollfd
 //	         here or finds waiting set.
 //	fired    the AfterFunc callback (its own goroutine): if waiting and
 //	         parked and the registration is still this gate's for that
-//	         Done channel, clear waiting, set canceled, send the token —
+//	         Done channel, set canceled and wake the gate (wakeLocked) —
 //	         exactly a waker's move, so one park still gets one token.
 //	woken    parked = false; canceled → clear it and, unless ready (which
 //	         wins) or an error, return errDone.
@@ -143,10 +143,9 @@ func (d *Desc) register(g *gate, cg *ctxGate, ctx context.Context, done <-chan s
 func (d *Desc) contextDone(g *gate, done <-chan struct{}) {
 	d.mu.Lock()
 	if cg := d.ctxGate(g); cg.done == done && cg.parked && g.waiting {
-		g.waiting = false
 		cg.canceled = true
 		d.shard.stats.canceled.Add(1)
-		g.wake <- struct{}{} // cancellable parks are on the channel
+		g.wakeLocked()
 	}
 	d.mu.Unlock()
 }

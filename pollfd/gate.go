@@ -88,6 +88,21 @@ package pollfd
 // first park (under mu, never replaced) and reused; a descriptor that never
 // parks in a direction — one a ReadyQueue watches, or one that only reads
 // — never pays for it.
+//
+// Stack depth. A goroutine parked here for an idle connection keeps on its
+// stack the deepest frames it reached, and a 2 KiB stack that overflows
+// doubles for good (the runtime shrinks a stack only when a quarter of it
+// is in use). So the path from the fd layer's wait to the park is a few
+// small frames: the plain park is inline in wait, waits a context can
+// cancel have their own loop (waitCancelable), and the harvest runs before
+// wait, from Wait, on a buffer of the shard's rather than the stack. What
+// remains is mostly the runtime's: a channel receive needs a sudog, and
+// when the P's cache of them is empty it allocates one, several hundred
+// bytes deeper than net's park in the runtime's poller, which needs none.
+// A goroutine parked in WaitRead or Read can have about 200 bytes of its
+// caller's frames above it (300–400 when the park does not allocate) and
+// stay on 2 KiB; net's RawConn.Read leaves about 600, its Read 500
+// (TestParkedStackDepth). Before, gatenet's left none.
 
 import (
 	"context"
@@ -219,7 +234,20 @@ func (d *Desc) Prepare(mode Mode) error {
 // otherwise an edge that arrived since Prepare is consumed first and Wait
 // returns at once. It mirrors the runtime's pollWait, including re-parking
 // after a wake that found neither readiness nor an error.
-func (d *Desc) Wait(mode Mode) error { return d.wait(mode, nil) }
+func (d *Desc) Wait(mode Mode) error {
+	d.harvest()
+	return d.wait(mode)
+}
+
+// harvest, before a wait, collects whatever the kernel has ready, for this
+// and other descriptors, on this thread: the scheduler then runs a woken
+// goroutine without a cross-thread wake-up (strategy.go). The callers run
+// it before they descend into wait, to keep the parked stack shallow.
+func (d *Desc) harvest() {
+	if d.shard.harvest {
+		d.shard.harvestNow()
+	}
+}
 
 // WaitContext is Wait that also returns when ctx is done, with ctx's
 // error. It starts no goroutine and no timer, and it leaves the deadlines
@@ -228,135 +256,182 @@ func (d *Desc) Wait(mode Mode) error { return d.wait(mode, nil) }
 func (d *Desc) WaitContext(ctx context.Context, mode Mode) error {
 	done := ctx.Done()
 	if done == nil {
-		return d.wait(mode, nil)
+		d.harvest()
+		return d.wait(mode) // not Wait: one frame less under the park
 	}
 	select {
 	case <-done:
 		return ctx.Err()
 	default:
 	}
-	if err := d.wait(mode, ctx); err != errDone {
+	d.harvest()
+	if err := d.waitCancelable(mode, ctx); err != errDone {
 		return err
 	}
 	return ctx.Err()
 }
 
-// errDone reports that wait's context ended the wait.
+// errDone reports that waitCancelable's context ended the wait.
 var errDone = errors.New("pollfd: wait abandoned")
 
-// wait is Wait, abandoned (errDone) when ctx, if not nil, is done; ctx has
-// a Done channel (WaitContext sends the others to Wait).
-func (d *Desc) wait(mode Mode, ctx context.Context) error {
-	g := d.gate(mode)
-	if g == nil {
-		return ErrInvalidMode
-	}
-	p := d.shard
-	if p.harvest {
-		// Before parking, collect whatever the kernel has ready, for this
-		// and other descriptors, on this thread: the scheduler then runs
-		// the woken goroutine without a cross-thread wake-up (strategy.go).
-		p.harvestNow()
-	}
-	d.mu.Lock()
-	// pollWait checks for errors before it looks at the semaphore: on a
-	// closing descriptor, or with the deadline expired, a leftover Ready
-	// does not let Wait return nil (deadline expiry is sticky).
-	if err := d.check(mode, g); err != nil {
-		d.mu.Unlock()
+// wait is Wait. The plain park is inline, in this one small frame above
+// the runtime's: a goroutine parked here keeps these frames on its stack
+// for as long as its descriptor idles, and a 2 KiB stack that overflows
+// doubles for good. Waits a context can cancel are waitCancelable's.
+func (d *Desc) wait(mode Mode) error {
+	g, err := d.beginWait(mode)
+	if err != nil {
 		return err
 	}
 	for {
-		if g.ready {
-			g.ready = false
-			d.mu.Unlock()
-			return nil
-		}
-		if err := d.check(mode, g); err != nil {
+		if done, err := d.settleLocked(mode, g); done {
 			d.mu.Unlock()
 			return err
 		}
-		if g.waiting {
-			d.mu.Unlock()
-			return ErrDoubleWait
-		}
-		if g == &d.rg && d.watch.list != nil && !d.watch.queued {
-			d.watch.armed = true // a read hit EAGAIN: the next edge is news (ready.go)
-		}
-		if ctx == nil && p.runtimePark {
-			if slot := p.parkSlots.get(); slot != nil {
-				g.waiting, g.slot = true, slot
-				d.mu.Unlock()
-				p.stats.parks.Add(1)
-				p.stats.parksInSlot.Add(1)
-				d.parkInSlot(g, slot)
-				p.parkSlots.put(slot)
-				d.mu.Lock()
-				continue
-			}
+		if d.shard.runtimePark && d.parkInSlotLocked(g) {
+			continue
 		}
 		if g.wake == nil {
 			g.wake = make(chan struct{}, 1)
 		}
-		var cg *ctxGate                // the park is cancelled through a registration
-		var selectDone <-chan struct{} // the park selects on the context (ctxwait.go)
-		if ctx != nil {
-			cg = d.ctxGateFor(g, ctx)
-			if cg == nil {
-				selectDone = ctx.Done()
-			} else if ctx.Err() != nil {
-				d.shard.stats.canceled.Add(1)
-				d.mu.Unlock()
-				return errDone
-			} else {
-				cg.parked = true
-			}
-		}
 		g.waiting = true
 		d.mu.Unlock()
-		p.stats.parks.Add(1)
-		if selectDone == nil {
-			<-g.wake
-			d.mu.Lock()
-		} else if d.parkOrDone(g, selectDone) { // returns with mu held
-			if !g.ready { // readiness wins over the cancellation
-				if err := d.check(mode, g); err != nil {
-					d.mu.Unlock()
-					return err
-				}
-				d.mu.Unlock()
-				return errDone
-			}
-			continue
-		} else {
-			d.mu.Lock()
+		d.shard.stats.parks.Add(1)
+		<-g.wake
+		d.mu.Lock()
+	}
+}
+
+// waitCancelable is wait, abandoned (errDone) when ctx is done; ctx has a
+// Done channel (WaitContext sends the others to wait).
+func (d *Desc) waitCancelable(mode Mode, ctx context.Context) error {
+	g, err := d.beginWait(mode)
+	if err != nil {
+		return err
+	}
+	for {
+		if done, err := d.settleLocked(mode, g); done {
+			d.mu.Unlock()
+			return err
 		}
-		if cg != nil {
-			cg.parked = false
-			if cg.canceled {
-				cg.canceled = false
-				if !g.ready { // readiness wins over the cancellation
-					if err := d.check(mode, g); err != nil {
-						d.mu.Unlock()
-						return err
-					}
-					d.mu.Unlock()
-					return errDone
-				}
-			}
+		if done, err := d.parkContextLocked(mode, g, ctx); done {
+			d.mu.Unlock()
+			return err
 		}
 	}
 }
 
-// parkOrDone parks on g's wake channel or until done closes. It reports
-// whether done won; then it returns with mu held, and if a waker had
-// already claimed the park its token has been taken, so the next park
-// starts clean. Kept out of wait so that the select's frame is paid only
+// beginWait returns mode's gate with mu held, unless the wait fails at
+// once. pollWait checks for errors before it looks at the semaphore: on a
+// closing descriptor, or with the deadline expired, a leftover Ready does
+// not let Wait return nil (deadline expiry is sticky).
+func (d *Desc) beginWait(mode Mode) (*gate, error) {
+	g := d.gate(mode)
+	if g == nil {
+		return nil, ErrInvalidMode
+	}
+	d.mu.Lock()
+	if err := d.check(mode, g); err != nil {
+		d.mu.Unlock()
+		return nil, err
+	}
+	return g, nil
+}
+
+// settleLocked is what a wait does before each park: consume a Ready
+// (done, nil), or fail (done, err) on an error or a second waiter;
+// otherwise the wait must park. Called with mu held.
+func (d *Desc) settleLocked(mode Mode, g *gate) (done bool, err error) {
+	if g.ready {
+		g.ready = false
+		return true, nil
+	}
+	if err := d.check(mode, g); err != nil {
+		return true, err
+	}
+	if g.waiting {
+		return true, ErrDoubleWait
+	}
+	if g == &d.rg && d.watch.list != nil && !d.watch.queued {
+		d.watch.armed = true // a read hit EAGAIN: the next edge is news (ready.go)
+	}
+	return false, nil
+}
+
+// parkInSlotLocked parks a wait no context can cancel in a park slot
+// (RuntimePark, park.go), if one is free. Called and returns with mu held.
+func (d *Desc) parkInSlotLocked(g *gate) bool {
+	p := d.shard
+	slot := p.parkSlots.get()
+	if slot == nil {
+		return false
+	}
+	g.waiting, g.slot = true, slot
+	d.mu.Unlock()
+	p.stats.parks.Add(1)
+	p.stats.parksInSlot.Add(1)
+	d.parkInSlot(g, slot)
+	p.parkSlots.put(slot)
+	d.mu.Lock()
+	return true
+}
+
+// parkContextLocked parks a wait ctx can cancel (ctxwait.go): on the
+// gate's channel with the context registered, or in a select on wake and the
+// context's Done channel. Called and returns with mu held; done when the
+// wait is over: errDone if the context ended it, or an error.
+func (d *Desc) parkContextLocked(mode Mode, g *gate, ctx context.Context) (done bool, err error) {
+	cg := d.ctxGateFor(g, ctx) // nil: this wait selects
+	switch {
+	case cg == nil:
+		if g.wake == nil {
+			g.wake = make(chan struct{}, 1)
+		}
+		g.waiting = true
+		d.mu.Unlock()
+		d.shard.stats.parks.Add(1)
+		if !d.parkOrDone(g, ctx.Done()) { // returns with mu held
+			return false, nil
+		}
+	case ctx.Err() != nil:
+		d.shard.stats.canceled.Add(1)
+		return true, errDone
+	default:
+		if g.wake == nil {
+			g.wake = make(chan struct{}, 1)
+		}
+		cg.parked = true
+		g.waiting = true
+		d.mu.Unlock()
+		d.shard.stats.parks.Add(1)
+		<-g.wake
+		d.mu.Lock()
+		cg.parked = false
+		if !cg.canceled {
+			return false, nil
+		}
+		cg.canceled = false
+	}
+	// The context ended the park; readiness that came with it wins.
+	if g.ready {
+		return false, nil
+	}
+	if err := d.check(mode, g); err != nil {
+		return true, err
+	}
+	return true, errDone
+}
+
+// parkOrDone parks on g's wake channel or until done closes, and returns
+// with mu held. It reports whether done won; then, if a waker had already
+// claimed the park, its token has been taken, so the next park starts
+// clean. Kept out of wait so that the select's frame is paid only
 // by waits that select (a parked goroutine's stack is most of an idle
 // connection's cost).
 func (d *Desc) parkOrDone(g *gate, done <-chan struct{}) bool {
 	select {
 	case <-g.wake:
+		d.mu.Lock()
 		return false
 	case <-done:
 	}

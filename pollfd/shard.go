@@ -18,6 +18,8 @@ type shard struct {
 	index   int
 	harvest bool // Options.Harvest, read on every Wait
 
+	harvester harvester // strategy.go
+
 	runtimePark bool      // Options.RuntimePark
 	parkSlots   parkSlots // park.go
 

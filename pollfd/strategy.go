@@ -296,13 +296,31 @@ func (l *drainLoop) stop(p *shard) error {
 // harvestBatch is how many events a waiter collects before it parks.
 const harvestBatch = 16
 
-// harvestNow is the waiter-side epoll_wait(…, 0) (see the top of this file).
+// harvester is a shard's waiter-side epoll_wait(…, 0) (see the top of this
+// file): one buffer, taken with TryLock. A waiter that finds it taken
+// parks without harvesting, since another thread is collecting for
+// everyone at that moment; the drain loop remains the backstop. The
+// buffer is here rather than on the waiter's stack because the waiter
+// parks right after: every byte of the deepest frame it reaches is a byte
+// its goroutine's stack must hold for as long as the connection idles
+// (a 2 KiB stack that overflows doubles, and never shrinks back while
+// parked).
+type harvester struct {
+	mu  sync.Mutex
+	buf [harvestBatch]unix.EpollEvent
+}
+
+// harvestNow is the waiter-side epoll_wait(…, 0). Wait and WaitContext call
+// it before they descend into wait, from the shallowest frame they have.
 func (p *shard) harvestNow() {
-	var buf [harvestBatch]unix.EpollEvent
-	n, errno := epollWaitNow(p.epfd, buf[:])
-	if errno != 0 || n <= 0 {
-		return // EINTR or nothing: the drain loop remains the backstop
+	h := &p.harvester
+	if !h.mu.TryLock() {
+		return
 	}
-	p.stats.harvests.Add(1)
-	p.dispatch(buf[:n])
+	n, errno := epollWaitNow(p.epfd, h.buf[:])
+	if errno == 0 && n > 0 {
+		p.stats.harvests.Add(1)
+		p.dispatch(h.buf[:n])
+	}
+	h.mu.Unlock()
 }
