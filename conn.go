@@ -22,6 +22,41 @@ type conn struct {
 
 func (c *conn) ok() bool { return c != nil && c.fd != nil }
 
+// ioOp names a conn operation and the system call behind it, for
+// ioError.
+type ioOp uint8
+
+const (
+	ioRead      ioOp = iota // read(2)
+	ioWrite                 // write(2)
+	ioClose                 // close(2)
+	ioWritev                // writev(2)
+	ioReadPoll              // WaitRead's wait for readability
+	ioWritePoll             // WaitWrite's wait for room
+)
+
+var ioOpNames = [...]struct{ op, call string }{
+	ioRead:      {"read", "read"},
+	ioWrite:     {"write", "write"},
+	ioClose:     {"close", "close"},
+	ioWritev:    {"writev", "writev"},
+	ioReadPoll:  {"read", "poll"},
+	ioWritePoll: {"write", "poll"},
+}
+
+// ioError is the error a conn's I/O method returns for err:
+// *net.OpError{Op: "read", …} with the conn's addresses and err wrapped in
+// an *os.SyscallError naming the call, as net's. Out of line and with two
+// arguments, so that the callers, on the path every blocked Read and
+// WaitRead parks on, keep small frames: a parked goroutine's stack is most
+// of what an idle connection costs.
+//
+//go:noinline
+func (fd *netFD) ioError(op ioOp, err error) error {
+	n := ioOpNames[op]
+	return &net.OpError{Op: n.op, Net: fd.net, Source: fd.laddr, Addr: fd.raddr, Err: wrapSyscallError(n.call, err)}
+}
+
 // Read implements net.Conn (read(2)). At end of stream it returns a bare
 // io.EOF; other errors are *net.OpError{Op: "read"}.
 func (c *conn) Read(b []byte) (int, error) {
@@ -30,7 +65,7 @@ func (c *conn) Read(b []byte) (int, error) {
 	}
 	n, err := c.fd.pfd.Read(b)
 	if err != nil && err != io.EOF {
-		err = &net.OpError{Op: "read", Net: c.fd.net, Source: c.fd.laddr, Addr: c.fd.raddr, Err: wrapSyscallError("read", err)}
+		err = c.fd.ioError(ioRead, err)
 	}
 	return n, err
 }
@@ -42,7 +77,7 @@ func (c *conn) Write(b []byte) (int, error) {
 	}
 	n, err := c.fd.pfd.Write(b)
 	if err != nil {
-		err = &net.OpError{Op: "write", Net: c.fd.net, Source: c.fd.laddr, Addr: c.fd.raddr, Err: wrapSyscallError("write", err)}
+		err = c.fd.ioError(ioWrite, err)
 	}
 	return n, err
 }
@@ -55,7 +90,7 @@ func (c *conn) Close() error {
 	}
 	err := c.fd.Close()
 	if err != nil {
-		err = &net.OpError{Op: "close", Net: c.fd.net, Source: c.fd.laddr, Addr: c.fd.raddr, Err: wrapSyscallError("close", err)}
+		err = c.fd.ioError(ioClose, err)
 	}
 	return err
 }
@@ -182,7 +217,7 @@ func (c *conn) WriteBuffers(v *net.Buffers) (int64, error) {
 	}
 	n, err := c.fd.pfd.Writev((*[][]byte)(v))
 	if err != nil {
-		err = &net.OpError{Op: "writev", Net: c.fd.net, Source: c.fd.laddr, Addr: c.fd.raddr, Err: wrapSyscallError("writev", err)}
+		err = c.fd.ioError(ioWritev, err)
 	}
 	return n, err
 }

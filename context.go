@@ -30,7 +30,7 @@ func (c *conn) ReadContext(ctx context.Context, b []byte) (int, error) {
 	}
 	n, err := c.fd.pfd.ReadContext(orBackground(ctx), b)
 	if err != nil && err != io.EOF {
-		err = &net.OpError{Op: "read", Net: c.fd.net, Source: c.fd.laddr, Addr: c.fd.raddr, Err: wrapSyscallError("read", err)}
+		err = c.fd.ioError(ioRead, err)
 	}
 	return n, err
 }
@@ -43,7 +43,7 @@ func (c *conn) WriteContext(ctx context.Context, b []byte) (int, error) {
 	}
 	n, err := c.fd.pfd.WriteContext(orBackground(ctx), b)
 	if err != nil {
-		err = &net.OpError{Op: "write", Net: c.fd.net, Source: c.fd.laddr, Addr: c.fd.raddr, Err: wrapSyscallError("write", err)}
+		err = c.fd.ioError(ioWrite, err)
 	}
 	return n, err
 }
@@ -59,7 +59,7 @@ func (c *conn) WaitRead(ctx context.Context) error {
 		return syscall.EINVAL
 	}
 	if err := c.fd.pfd.WaitReadable(orBackground(ctx)); err != nil {
-		return &net.OpError{Op: "read", Net: c.fd.net, Source: c.fd.laddr, Addr: c.fd.raddr, Err: wrapSyscallError("poll", err)}
+		return c.fd.ioError(ioReadPoll, err)
 	}
 	return nil
 }
@@ -72,7 +72,7 @@ func (c *conn) WaitWrite(ctx context.Context) error {
 		return syscall.EINVAL
 	}
 	if err := c.fd.pfd.WaitWritable(orBackground(ctx)); err != nil {
-		return &net.OpError{Op: "write", Net: c.fd.net, Source: c.fd.laddr, Addr: c.fd.raddr, Err: wrapSyscallError("poll", err)}
+		return c.fd.ioError(ioWritePoll, err)
 	}
 	return nil
 }

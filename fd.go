@@ -199,14 +199,19 @@ func (fd *descriptor) wait(mode pollfd.Mode) error {
 }
 
 // waitContext is wait that also ends when ctx is done; nil ctx is wait.
+// It calls the Desc itself rather than through wait: one frame less under
+// a park that may last as long as the connection idles.
 func (fd *descriptor) waitContext(ctx context.Context, mode pollfd.Mode) error {
-	if ctx == nil {
-		return fd.wait(mode)
-	}
 	if fd.pd == nil {
 		return errWaitUnsupported
 	}
-	return convertPollErr(fd.pd.WaitContext(ctx, mode), fd.isFile)
+	var err error
+	if ctx == nil {
+		err = fd.pd.Wait(mode)
+	} else {
+		err = fd.pd.WaitContext(ctx, mode)
+	}
+	return convertPollErr(err, fd.isFile)
 }
 
 // eofError turns a 0-byte read into io.EOF where that means end of file.
@@ -228,11 +233,15 @@ func (fd *descriptor) ReadContext(ctx context.Context, p []byte) (int, error) {
 	if err := fd.readLock(); err != nil {
 		return 0, err
 	}
-	defer fd.readUnlock()
+	// No defer: every return unlocks. This frame is under the park of
+	// every blocked Read, on a stack that holds it while the connection
+	// idles; a defer record would make it bigger.
 	if len(p) == 0 {
+		fd.readUnlock()
 		return 0, nil
 	}
 	if err := fd.prepare(pollfd.ModeRead); err != nil {
+		fd.readUnlock()
 		return 0, err
 	}
 	if fd.isStream && len(p) > maxRW {
@@ -248,6 +257,7 @@ func (fd *descriptor) ReadContext(ctx context.Context, p []byte) (int, error) {
 				}
 			}
 		}
+		fd.readUnlock()
 		return n, fd.eofError(n, err)
 	}
 }

@@ -4,6 +4,7 @@ package gatenet
 
 import (
 	"context"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -19,56 +20,80 @@ import (
 // closed. It consumes nothing. It holds the read lock, so it queues behind
 // (and ahead of) Reads as they do behind each other.
 func (fd *descriptor) WaitReadable(ctx context.Context) error {
-	if err := fd.readLock(); err != nil {
-		return err
-	}
-	defer fd.readUnlock()
-	return fd.waitReady(ctx, pollfd.ModeRead, unix.POLLIN|unix.POLLRDHUP)
+	return fd.waitReady(ctx, pollfd.ModeRead)
 }
 
 // WaitWritable is WaitReadable for room to write, under the write lock.
 func (fd *descriptor) WaitWritable(ctx context.Context) error {
-	if err := fd.writeLock(); err != nil {
-		return err
-	}
-	defer fd.writeUnlock()
-	return fd.waitReady(ctx, pollfd.ModeWrite, unix.POLLOUT)
+	return fd.waitReady(ctx, pollfd.ModeWrite)
 }
 
-// waitReady: fail fast as an I/O call would (closed, expired deadline,
-// done context), then look at the descriptor's state now with poll(2) —
-// readiness that arrived before this call raised no new edge — and park
-// for the next edge only if it is not ready.
-func (fd *descriptor) waitReady(ctx context.Context, mode pollfd.Mode, events int16) error {
-	if fd.pd == nil {
-		return nil // epoll refused it (a regular file): always ready, as poll(2) says
+// waitReady, under mode's lock: fail fast as an I/O call would (closed,
+// expired deadline, done context), then look at the descriptor's state
+// now with poll(2) — readiness that arrived before this call raised no new
+// edge — and park for the next edge only if it is not ready.
+//
+// One frame, no defer, one call into pollfd: a goroutine parked here for
+// an idle connection keeps its deepest frames on its stack, and a 2 KiB
+// stack that overflows doubles for good.
+func (fd *descriptor) waitReady(ctx context.Context, mode pollfd.Mode) error {
+	events := int16(unix.POLLIN | unix.POLLRDHUP)
+	var err error
+	if mode == pollfd.ModeRead {
+		err = fd.readLock()
+	} else {
+		events = unix.POLLOUT
+		err = fd.writeLock()
 	}
-	if err := fd.prepare(mode); err != nil {
+	if err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return err
+	if fd.pd != nil { // else epoll refused it (a regular file): always ready, as poll(2) says
+		err = fd.prepare(mode)
+		if err == nil {
+			err = ctx.Err()
+		}
+		if err == nil {
+			var ready bool
+			ready, err = pollNow(fd.sysfd, events)
+			if err == nil && !ready {
+				// Any readiness from here on is a new edge, which wakes
+				// the gate. (Wait, not WaitContext, when ctx can never
+				// end: one frame less under the park.)
+				if ctx.Done() == nil {
+					err = fd.pd.Wait(mode)
+				} else {
+					err = fd.pd.WaitContext(ctx, mode)
+				}
+				err = convertPollErr(err, fd.isFile)
+			}
+		}
 	}
-	ready, err := pollNow(fd.sysfd, events)
-	if err != nil || ready {
-		return err
+	if mode == pollfd.ModeRead {
+		fd.readUnlock()
+	} else {
+		fd.writeUnlock()
 	}
-	// Any readiness from here on is a new edge, which wakes the gate.
-	return fd.waitContext(ctx, mode)
+	return err
 }
 
 // pollNow reports whether fd is ready for events, or in an error or
-// hang-up state an I/O call would report at once (poll(2), zero timeout).
+// hang-up state an I/O call would report at once: ppoll(2) with a zero
+// timeout. It never blocks, so it is a raw system call (no scheduler
+// hand-off), and a lean one: it runs just before a goroutine parks, whose
+// stack holds the deepest frame it reached for as long as it stays parked.
 func pollNow(fd int, events int16) (bool, error) {
-	pfd := []unix.PollFd{{Fd: int32(fd), Events: events}}
+	pfd := unix.PollFd{Fd: int32(fd), Events: events}
+	var zero unix.Timespec
 	for {
-		n, err := unix.Poll(pfd, 0)
-		if err == unix.EINTR {
+		n, _, errno := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd)), 1,
+			uintptr(unsafe.Pointer(&zero)), 0, 0, 0)
+		if errno == unix.EINTR {
 			continue
 		}
-		if err != nil {
-			return false, err
+		if errno != 0 {
+			return false, errno
 		}
-		return n > 0 && pfd[0].Revents&(events|unix.POLLERR|unix.POLLHUP|unix.POLLNVAL) != 0, nil
+		return n > 0 && pfd.Revents&(events|unix.POLLERR|unix.POLLHUP|unix.POLLNVAL) != 0, nil
 	}
 }
