@@ -303,7 +303,9 @@ func (d *Desc) wait(mode Mode) error {
 }
 
 // waitCancelable is wait, abandoned (errDone) when ctx is done; ctx has a
-// Done channel (WaitContext sends the others to wait).
+// Done channel (WaitContext sends the others to wait). A registered
+// context's park is inline, as wait's plain one is (gate.go, "Stack
+// depth"): a server's context is the usual one for an idle connection.
 func (d *Desc) waitCancelable(mode Mode, ctx context.Context) error {
 	g, err := d.beginWait(mode)
 	if err != nil {
@@ -314,9 +316,30 @@ func (d *Desc) waitCancelable(mode Mode, ctx context.Context) error {
 			d.mu.Unlock()
 			return err
 		}
-		if done, err := d.parkContextLocked(mode, g, ctx); done {
-			d.mu.Unlock()
-			return err
+		cg := d.ctxGateFor(g, ctx) // nil: this wait selects
+		if cg == nil || ctx.Err() != nil {
+			if done, err := d.parkOrAbandonLocked(mode, g, ctx, cg); done {
+				d.mu.Unlock()
+				return err
+			}
+			continue
+		}
+		if g.wake == nil {
+			g.wake = make(chan struct{}, 1)
+		}
+		cg.parked = true
+		g.waiting = true
+		d.mu.Unlock()
+		d.shard.stats.parks.Add(1)
+		<-g.wake
+		d.mu.Lock()
+		cg.parked = false
+		if cg.canceled {
+			cg.canceled = false
+			if done, err := d.canceledLocked(mode, g); done {
+				d.mu.Unlock()
+				return err
+			}
 		}
 	}
 }
@@ -376,43 +399,32 @@ func (d *Desc) parkInSlotLocked(g *gate) bool {
 	return true
 }
 
-// parkContextLocked parks a wait ctx can cancel (ctxwait.go): on the
-// gate's channel with the context registered, or in a select on wake and the
-// context's Done channel. Called and returns with mu held; done when the
-// wait is over: errDone if the context ended it, or an error.
-func (d *Desc) parkContextLocked(mode Mode, g *gate, ctx context.Context) (done bool, err error) {
-	cg := d.ctxGateFor(g, ctx) // nil: this wait selects
-	switch {
-	case cg == nil:
-		if g.wake == nil {
-			g.wake = make(chan struct{}, 1)
-		}
-		g.waiting = true
-		d.mu.Unlock()
-		d.shard.stats.parks.Add(1)
-		if !d.parkOrDone(g, ctx.Done()) { // returns with mu held
-			return false, nil
-		}
-	case ctx.Err() != nil:
+// parkOrAbandonLocked is waitCancelable's less usual half: a registered
+// context that is already done abandons the wait; an unregistered one (a
+// context per call, cg nil) parks in a select on wake and the context's
+// Done channel. Called and returns with mu held; done when the wait is
+// over: errDone if the context ended it, or an error.
+func (d *Desc) parkOrAbandonLocked(mode Mode, g *gate, ctx context.Context, cg *ctxGate) (done bool, err error) {
+	if cg != nil { // registered, and ctx is done
 		d.shard.stats.canceled.Add(1)
 		return true, errDone
-	default:
-		if g.wake == nil {
-			g.wake = make(chan struct{}, 1)
-		}
-		cg.parked = true
-		g.waiting = true
-		d.mu.Unlock()
-		d.shard.stats.parks.Add(1)
-		<-g.wake
-		d.mu.Lock()
-		cg.parked = false
-		if !cg.canceled {
-			return false, nil
-		}
-		cg.canceled = false
 	}
-	// The context ended the park; readiness that came with it wins.
+	if g.wake == nil {
+		g.wake = make(chan struct{}, 1)
+	}
+	g.waiting = true
+	d.mu.Unlock()
+	d.shard.stats.parks.Add(1)
+	if !d.parkOrDone(g, ctx.Done()) { // returns with mu held
+		return false, nil
+	}
+	return d.canceledLocked(mode, g)
+}
+
+// canceledLocked decides a park the context ended: readiness that came
+// with the cancellation wins (not done: the loop consumes it), then an
+// error, then errDone. Called with mu held.
+func (d *Desc) canceledLocked(mode Mode, g *gate) (done bool, err error) {
 	if g.ready {
 		return false, nil
 	}
