@@ -102,7 +102,8 @@ package pollfd
 // A goroutine parked in WaitRead or Read can have about 200 bytes of its
 // caller's frames above it (300–400 when the park does not allocate) and
 // stay on 2 KiB; net's RawConn.Read leaves about 600, its Read 500
-// (TestParkedStackDepth). Before, gatenet's left none.
+// (TestParkedStackDepth). A context's first wait on a gate registers it
+// (ctxwait.go), allocating on this stack: that one can go deeper.
 
 import (
 	"context"
