@@ -8,8 +8,6 @@ package httptest_test
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"net/http"
 	stdhttptest "net/http/httptest"
 	"os"
@@ -23,6 +21,7 @@ import (
 	"time"
 
 	"github.com/gatenet/gatenet/httptest"
+	"github.com/gatenet/gatenet/internal/benchharness"
 	"github.com/gatenet/gatenet/internal/testutil"
 )
 
@@ -57,18 +56,7 @@ var benchStacks = []struct {
 	}},
 }
 
-func (s benchServer) get() error {
-	res, err := s.client.Get(s.url)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(io.Discard, res.Body)
-	res.Body.Close()
-	if err == nil && res.StatusCode != http.StatusOK {
-		err = fmt.Errorf("status %s", res.Status)
-	}
-	return err
-}
+func (s benchServer) get() error { return benchharness.HTTPGet(s.client, s.url) }
 
 // BenchmarkHTTPKeepAlive: GET requests with a 48-byte response from 64
 // concurrent clients over keep-alive connections; reports requests/s.

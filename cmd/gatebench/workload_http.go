@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os/exec"
 	"regexp"
@@ -60,18 +59,7 @@ func httpLoad(s benchharness.Stack, clients int, duration time.Duration) (result
 		DisableCompression:  true,
 	}
 	client := &http.Client{Transport: tr}
-	get := func(int) error {
-		res, err := client.Get(url)
-		if err != nil {
-			return err
-		}
-		_, err = io.Copy(io.Discard, res.Body)
-		res.Body.Close()
-		if err == nil && res.StatusCode != http.StatusOK {
-			err = fmt.Errorf("status %s", res.Status)
-		}
-		return err
-	}
+	get := func(int) error { return benchharness.HTTPGet(client, url) }
 	n, elapsed, cpu, loopErr := benchharness.RunConcurrent(clients, 1, duration, get)
 	tr.CloseIdleConnections()
 	if err := errors.Join(loopErr, stop()); err != nil {

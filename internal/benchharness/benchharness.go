@@ -14,8 +14,8 @@
 //
 // The children's workloads live here too where more than one command or
 // benchmark uses them: the loopback TCP ones over a Stack (tcp.go), the
-// ping-pong loop, a latency Histogram (latency.go), RunConcurrent for
-// many-client loads (concurrent.go) and HoldIdle, the idle-connection
+// ping-pong loop, a latency Histogram (latency.go), RunConcurrent and
+// HTTPGet for many-client loads (concurrent.go) and HoldIdle, the idle-connection
 // memory measurement (idle.go).
 package benchharness
 

@@ -3,6 +3,9 @@
 package benchharness
 
 import (
+	"fmt"
+	"io"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,4 +74,20 @@ func RunConcurrent(workers, warm int, duration time.Duration, op func(worker int
 		err = *e
 	}
 	return total.Load(), elapsed, cpuNanos, err
+}
+
+// HTTPGet is one keep-alive request of an HTTP load: GET url with client,
+// read the body to the end (so the connection is reused) and close it; a
+// status other than 200 is an error.
+func HTTPGet(client *http.Client, url string) error {
+	res, err := client.Get(url)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if err == nil && res.StatusCode != http.StatusOK {
+		err = fmt.Errorf("status %s", res.Status)
+	}
+	return err
 }
