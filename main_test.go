@@ -26,20 +26,11 @@ import (
 	"github.com/gatenet/gatenet/pollfd"
 )
 
-func TestMain(m *testing.M) { testutil.VerifyTestMain(m) }
-
-// The default poller creates its epoll descriptors on first use and keeps
-// them for the life of the process. Start it before any test runs, so that
-// testutil.CheckLeaks does not count them against whichever test happens
-// to use it first.
-func init() {
-	r, w, err := gatenet.Pipe()
-	if err != nil {
-		panic(err)
-	}
-	r.Close()
-	w.Close()
+func TestMain(m *testing.M) {
+	testutil.StartPollers()
+	testutil.VerifyTestMain(m)
 }
+
 
 // fileLike is the part of *os.File's API that *gatenet.File mirrors.
 type fileLike interface {

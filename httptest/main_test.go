@@ -33,26 +33,11 @@ import (
 	"github.com/gatenet/gatenet/internal/testutil"
 )
 
-func TestMain(m *testing.M) { testutil.VerifyTestMain(m) }
-
-// The default poller creates its epoll descriptors on first use and keeps
-// them for the life of the process, and so does the Go runtime's poller
-// (which the net-side servers and os/exec use, and which gatenet's
-// dedicated strategies leave untouched): start both before any test runs,
-// so that testutil.CheckLeaks does not count them against the first test.
-func init() {
-	r, w, err := gatenet.Pipe()
-	if err != nil {
-		panic(err)
-	}
-	r.Close()
-	w.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	ln.Close()
+func TestMain(m *testing.M) {
+	testutil.StartPollers()
+	testutil.VerifyTestMain(m)
 }
+
 
 // begin starts a test: leak checks when it ends, and a hang detector.
 func begin(t *testing.T) {

@@ -24,19 +24,11 @@ import (
 	"github.com/gatenet/gatenet/tlstest"
 )
 
-func TestMain(m *testing.M) { testutil.VerifyTestMain(m) }
-
-// The default poller creates its epoll descriptors on first use and keeps
-// them: start it before any test runs so that testutil.CheckLeaks does not
-// count them against the first test to use it.
-func init() {
-	r, w, err := gatenet.Pipe()
-	if err != nil {
-		panic(err)
-	}
-	r.Close()
-	w.Close()
+func TestMain(m *testing.M) {
+	testutil.StartPollers()
+	testutil.VerifyTestMain(m)
 }
+
 
 // certs are the suite's certificates, all from one CA.
 type certs struct {

@@ -6,6 +6,7 @@
 package testutil
 
 import (
+	"net"
 	"os"
 	"runtime"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/gatenet/gatenet"
 	"github.com/gatenet/gatenet/pollfd"
 )
 
@@ -30,6 +32,25 @@ func GoleakOptions() []goleak.Option {
 // Call it from TestMain.
 func VerifyTestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, GoleakOptions()...)
+}
+
+// StartPollers starts gatenet's default poller and the Go runtime's (which
+// net, os/exec and net-side servers use). Both create their epoll
+// descriptors on first use and keep them for the life of the process:
+// started before any test runs, they are not counted by CheckLeaks against
+// whichever test happens to use them first. Call it from TestMain.
+func StartPollers() {
+	r, w, err := gatenet.Pipe()
+	if err != nil {
+		panic(err)
+	}
+	r.Close()
+	w.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	ln.Close()
 }
 
 // OpenFDs counts this process's open descriptors (/proc/self/fd, less the
