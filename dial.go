@@ -5,6 +5,7 @@ package gatenet
 import (
 	"context"
 	"net"
+	"net/netip"
 	"syscall"
 	"time"
 
@@ -41,7 +42,19 @@ type Dialer struct {
 	ControlContext func(ctx context.Context, network, address string, c syscall.RawConn) error
 	// Poller is the poller for the connection; nil means pollfd.Default().
 	Poller *pollfd.Poller
+
+	mptcp mptcpStatus // SetMultipathTCP (mptcp.go)
 }
+
+// MultipathTCP reports whether TCP dials try Multipath TCP first, as
+// net's: not unless SetMultipathTCP or GODEBUG (multipathtcp=1 or 3) says
+// so. It does not ask whether the kernel supports it.
+func (d *Dialer) MultipathTCP() bool { return d.mptcp.get(false) }
+
+// SetMultipathTCP makes TCP dials try Multipath TCP first (socket(2) with
+// IPPROTO_MPTCP), falling back to plain TCP on any error, or not; it
+// overrides GODEBUG, as net's.
+func (d *Dialer) SetMultipathTCP(use bool) { d.mptcp.set(use) }
 
 // Dial connects to address on network, as net.Dial. Networks: "tcp",
 // "tcp4", "tcp6", "udp", "udp4", "udp6", "unix", "unixgram", "unixpacket".
@@ -67,16 +80,8 @@ func (d *Dialer) Dial(network, address string) (net.Conn, error) {
 // net does; each address of a family is tried in turn with a share of the
 // remaining time.
 func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
-	if ctx == nil {
-		panic("nil context") // as net: a programming error
-	}
-	if deadline := d.deadline(ctx, time.Now()); !deadline.IsZero() {
-		if old, ok := ctx.Deadline(); !ok || deadline.Before(old) {
-			sub, cancel := context.WithDeadline(ctx, deadline)
-			defer cancel()
-			ctx = sub
-		}
-	}
+	ctx, cancel := d.dialCtx(ctx)
+	defer cancel()
 	n, err := parseNetwork(network)
 	if err != nil {
 		return nil, &net.OpError{Op: "dial", Net: network, Err: err}
@@ -92,6 +97,20 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 		primaries = addrs
 	}
 	return d.dialParallel(ctx, network, primaries, fallbacks)
+}
+
+// dialCtx is ctx bounded by the Dialer's Timeout and Deadline, as net's.
+// A nil ctx panics, as in net: it is a programming error.
+func (d *Dialer) dialCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx == nil {
+		panic("nil context")
+	}
+	if deadline := d.deadline(ctx, time.Now()); !deadline.IsZero() {
+		if old, ok := ctx.Deadline(); !ok || deadline.Before(old) {
+			return context.WithDeadline(ctx, deadline)
+		}
+	}
+	return ctx, func() {}
 }
 
 // deadline is the earliest of now+Timeout, Deadline and ctx's deadline.
@@ -276,13 +295,25 @@ func (d *Dialer) socketConfig() socketConfig {
 	return cfg
 }
 
+// dialTCP connects with Multipath TCP first if the Dialer says so and the
+// kernel has it, and with plain TCP after any failure of that, as net's
+// dialMPTCP.
 func (d *Dialer) dialTCP(ctx context.Context, network string, laddr, raddr *net.TCPAddr) (*TCPConn, error) {
+	if d.MultipathTCP() && supportsMultipathTCP() {
+		if c, err := d.dialTCPProto(ctx, network, laddr, raddr, unix.IPPROTO_MPTCP); err == nil {
+			return c, nil
+		}
+	}
+	return d.dialTCPProto(ctx, network, laddr, raddr, 0)
+}
+
+func (d *Dialer) dialTCPProto(ctx context.Context, network string, laddr, raddr *net.TCPAddr, proto int) (*TCPConn, error) {
 	var la net.Addr
 	if laddr != nil {
 		la = laddr
 	}
 	family, ipv6only := favoriteAddrFamily(network, la, raddr, false)
-	fd, err := socket(ctx, network, family, sockStream, 0, ipv6only, la, raddr, d.socketConfig())
+	fd, err := socket(ctx, network, family, sockStream, proto, ipv6only, la, raddr, d.socketConfig())
 	if err != nil {
 		return nil, err
 	}
@@ -310,36 +341,72 @@ func (d *Dialer) dialUnix(ctx context.Context, network string, laddr, raddr *net
 
 // DialTCP is net.DialTCP.
 func DialTCP(network string, laddr, raddr *net.TCPAddr) (*TCPConn, error) {
-	switch network {
-	case "tcp", "tcp4", "tcp6":
-	default:
-		return nil, &net.OpError{Op: "dial", Net: network, Source: opAddr(laddr), Addr: opAddr(raddr), Err: net.UnknownNetworkError(network)}
-	}
-	if raddr == nil {
-		return nil, &net.OpError{Op: "dial", Net: network, Source: opAddr(laddr), Err: errMissingAddress}
-	}
 	var d Dialer
-	c, err := d.dialTCP(context.Background(), network, laddr, raddr)
-	if err != nil {
-		return nil, &net.OpError{Op: "dial", Net: network, Source: opAddr(laddr), Addr: raddr, Err: err}
-	}
-	return c, nil
+	return dialTyped(context.Background(), network, isTCPNetwork(network), laddr, raddr, d.dialTCP)
 }
 
 // DialUnix is net.DialUnix.
 func DialUnix(network string, laddr, raddr *net.UnixAddr) (*UnixConn, error) {
-	switch network {
-	case "unix", "unixgram", "unixpacket":
-	default:
-		return nil, &net.OpError{Op: "dial", Net: network, Source: opAddr(laddr), Addr: opAddr(raddr), Err: net.UnknownNetworkError(network)}
+	var d Dialer
+	return dialTyped(context.Background(), network, isUnixNetwork(network), laddr, raddr, d.dialUnix)
+}
+
+// DialTCP is Dial for a TCP network with ctx and the addresses as
+// netip.AddrPort, as net's (Go 1.26): the Dialer's Timeout and Deadline
+// bound ctx, which must not be nil; laddr is the local address, its zero
+// value letting the kernel choose (the Dialer's LocalAddr is not used); once
+// connected, the end of ctx does not affect the connection.
+func (d *Dialer) DialTCP(ctx context.Context, network string, laddr, raddr netip.AddrPort) (*TCPConn, error) {
+	ctx, cancel := d.dialCtx(ctx)
+	defer cancel()
+	return dialTyped(ctx, network, isTCPNetwork(network), net.TCPAddrFromAddrPort(laddr), net.TCPAddrFromAddrPort(raddr), d.dialTCP)
+}
+
+// DialUDP is DialTCP for a UDP network: a connected UDP socket.
+func (d *Dialer) DialUDP(ctx context.Context, network string, laddr, raddr netip.AddrPort) (*UDPConn, error) {
+	ctx, cancel := d.dialCtx(ctx)
+	defer cancel()
+	return dialTyped(ctx, network, isUDPNetwork(network), net.UDPAddrFromAddrPort(laddr), net.UDPAddrFromAddrPort(raddr), d.dialUDP)
+}
+
+// DialUnix is DialTCP for a Unix network ("unix", "unixgram",
+// "unixpacket"); laddr nil lets the kernel choose. gatenet has no raw IP
+// sockets, so there is no DialIP.
+func (d *Dialer) DialUnix(ctx context.Context, network string, laddr, raddr *net.UnixAddr) (*UnixConn, error) {
+	ctx, cancel := d.dialCtx(ctx)
+	defer cancel()
+	return dialTyped(ctx, network, isUnixNetwork(network), laddr, raddr, d.dialUnix)
+}
+
+// dialTyped is net's dialTCP, dialUDP and dialUnix: the network checked
+// (known: it is one the caller takes), raddr required, then dial, with
+// every error a *net.OpError of net's shape.
+func dialTyped[A interface {
+	*net.TCPAddr | *net.UDPAddr | *net.UnixAddr
+	net.Addr
+}, C any](ctx context.Context, network string, known bool, laddr, raddr A, dial func(context.Context, string, A, A) (C, error)) (C, error) {
+	var none C
+	if !known {
+		return none, &net.OpError{Op: "dial", Net: network, Source: opAddr(laddr), Addr: opAddr(raddr), Err: net.UnknownNetworkError(network)}
 	}
 	if raddr == nil {
-		return nil, &net.OpError{Op: "dial", Net: network, Source: opAddr(laddr), Err: errMissingAddress}
+		return none, &net.OpError{Op: "dial", Net: network, Source: opAddr(laddr), Err: errMissingAddress}
 	}
-	var d Dialer
-	c, err := d.dialUnix(context.Background(), network, laddr, raddr)
+	c, err := dial(ctx, network, laddr, raddr)
 	if err != nil {
-		return nil, &net.OpError{Op: "dial", Net: network, Source: opAddr(laddr), Addr: raddr, Err: err}
+		return none, &net.OpError{Op: "dial", Net: network, Source: opAddr(laddr), Addr: raddr, Err: err}
 	}
 	return c, nil
+}
+
+func isTCPNetwork(network string) bool {
+	return network == "tcp" || network == "tcp4" || network == "tcp6"
+}
+
+func isUDPNetwork(network string) bool {
+	return network == "udp" || network == "udp4" || network == "udp6"
+}
+
+func isUnixNetwork(network string) bool {
+	return network == "unix" || network == "unixgram" || network == "unixpacket"
 }

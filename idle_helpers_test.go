@@ -64,6 +64,7 @@ func loopbackListeners(useGatenet bool, p *pollfd.Poller, n int) ([]net.Listener
 		)
 		if useGatenet {
 			lc := gatenet.ListenConfig{Poller: p}
+			lc.SetMultipathTCP(false)
 			ln, err = lc.Listen(context.Background(), "tcp4", "127.0.0.1:0")
 		} else {
 			var lc net.ListenConfig

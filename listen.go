@@ -13,11 +13,9 @@ import (
 	"github.com/gatenet/gatenet/pollfd"
 )
 
-// ListenConfig mirrors net.ListenConfig, plus what gatenet adds.
-//
-// Unlike net's, gatenet's listeners never use Multipath TCP (net's do by
-// default where the kernel supports it): a gatenet TCP listener is plain
-// TCP, and a failing Control is called once.
+// ListenConfig mirrors net.ListenConfig, plus what gatenet adds. As net's,
+// its TCP listeners use Multipath TCP where the kernel has it, unless
+// SetMultipathTCP or GODEBUG says otherwise (mptcp.go).
 type ListenConfig struct {
 	// Control, if not nil, is called after the socket is created and
 	// before it is bound, as net's.
@@ -36,7 +34,19 @@ type ListenConfig struct {
 	// Poller is the poller the listener and its accepted connections use;
 	// nil means pollfd.Default().
 	Poller *pollfd.Poller
+
+	mptcp mptcpStatus // SetMultipathTCP (mptcp.go)
 }
+
+// MultipathTCP reports whether TCP listeners try Multipath TCP first, as
+// net's: yes unless SetMultipathTCP or GODEBUG (multipathtcp=0 or 3) says
+// otherwise. It does not ask whether the kernel supports it.
+func (lc *ListenConfig) MultipathTCP() bool { return lc.mptcp.get(true) }
+
+// SetMultipathTCP makes TCP listeners try Multipath TCP first (socket(2)
+// with IPPROTO_MPTCP), falling back to plain TCP on any error, or not; it
+// overrides GODEBUG, as net's.
+func (lc *ListenConfig) SetMultipathTCP(use bool) { lc.mptcp.set(use) }
 
 // Listen announces on the local network address, as net.Listen. Networks:
 // "tcp", "tcp4", "tcp6", "unix", "unixpacket".
@@ -154,11 +164,30 @@ func (lc *ListenConfig) socketConfig() socketConfig {
 }
 
 func (lc *ListenConfig) listenTCP(ctx context.Context, network string, laddr *net.TCPAddr) (*TCPListener, error) {
+	return lc.listenTCPShard(ctx, network, laddr, anyShard)
+}
+
+// listenTCPShard listens with Multipath TCP first if the ListenConfig says
+// so and the kernel has it, and with plain TCP after any failure of that,
+// as net's listenMPTCP. shard is the poller shard (anyShard spreads).
+func (lc *ListenConfig) listenTCPShard(ctx context.Context, network string, laddr *net.TCPAddr, shard int) (*TCPListener, error) {
+	if lc.MultipathTCP() && supportsMultipathTCP() {
+		if l, err := lc.listenTCPProto(ctx, network, laddr, shard, unix.IPPROTO_MPTCP); err == nil {
+			return l, nil
+		}
+	}
+	return lc.listenTCPProto(ctx, network, laddr, shard, 0)
+}
+
+func (lc *ListenConfig) listenTCPProto(ctx context.Context, network string, laddr *net.TCPAddr, shard, proto int) (*TCPListener, error) {
 	family, ipv6only := favoriteAddrFamily(network, laddr, nil, true)
-	fd, err := socket(ctx, network, family, sockStream, 0, ipv6only, laddr, nil, lc.socketConfig())
+	cfg := lc.socketConfig()
+	cfg.shard = shard
+	fd, err := socket(ctx, network, family, sockStream, proto, ipv6only, laddr, nil, cfg)
 	if err != nil {
 		return nil, err
 	}
+	fd.inheritShard = shard != anyShard
 	return &TCPListener{fd: fd, lc: *lc}, nil
 }
 

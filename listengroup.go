@@ -62,13 +62,9 @@ func (lc *ListenConfig) listenShard(ctx context.Context, network, address string
 		return nil, err
 	}
 	la := a.(*net.TCPAddr)
-	family, ipv6only := favoriteAddrFamily(network, la, nil, true)
-	cfg := lc.socketConfig()
-	cfg.shard = shard
-	fd, err := socket(ctx, network, family, sockStream, 0, ipv6only, la, nil, cfg)
+	l, err := lc.listenTCPShard(ctx, network, la, shard)
 	if err != nil {
 		return nil, &net.OpError{Op: "listen", Net: network, Addr: la, Err: err}
 	}
-	fd.inheritShard = true
-	return &TCPListener{fd: fd, lc: *lc}, nil
+	return l, nil
 }

@@ -31,7 +31,6 @@ func TestMain(m *testing.M) {
 	testutil.VerifyTestMain(m)
 }
 
-
 // fileLike is the part of *os.File's API that *gatenet.File mirrors.
 type fileLike interface {
 	io.ReadWriteCloser

@@ -5,6 +5,7 @@ package gatenet
 import (
 	"context"
 	"net"
+	"net/netip"
 	"os"
 	"syscall"
 	"time"
@@ -33,11 +34,23 @@ type ListenConfig struct {
 	ReusePort       bool
 	Backlog         int
 	Poller          *pollfd.Poller
+
+	mptcp *bool // SetMultipathTCP; nil: net's default
 }
 
 func (lc *ListenConfig) std() *net.ListenConfig {
-	return &net.ListenConfig{Control: lc.Control, KeepAlive: lc.KeepAlive, KeepAliveConfig: lc.KeepAliveConfig}
+	std := &net.ListenConfig{Control: lc.Control, KeepAlive: lc.KeepAlive, KeepAliveConfig: lc.KeepAliveConfig}
+	if lc.mptcp != nil {
+		std.SetMultipathTCP(*lc.mptcp)
+	}
+	return std
 }
+
+// MultipathTCP is (*net.ListenConfig).MultipathTCP.
+func (lc *ListenConfig) MultipathTCP() bool { return lc.std().MultipathTCP() }
+
+// SetMultipathTCP is (*net.ListenConfig).SetMultipathTCP.
+func (lc *ListenConfig) SetMultipathTCP(use bool) { lc.mptcp = &use }
 
 // Listen is (*net.ListenConfig).Listen.
 func (lc *ListenConfig) Listen(ctx context.Context, network, address string) (net.Listener, error) {
@@ -61,12 +74,39 @@ type Dialer struct {
 	Control         func(network, address string, c syscall.RawConn) error
 	ControlContext  func(ctx context.Context, network, address string, c syscall.RawConn) error
 	Poller          *pollfd.Poller
+
+	mptcp *bool // SetMultipathTCP; nil: net's default
 }
 
 func (d *Dialer) std() *net.Dialer {
-	return &net.Dialer{Timeout: d.Timeout, Deadline: d.Deadline, LocalAddr: d.LocalAddr,
+	std := &net.Dialer{Timeout: d.Timeout, Deadline: d.Deadline, LocalAddr: d.LocalAddr,
 		FallbackDelay: d.FallbackDelay, KeepAlive: d.KeepAlive, KeepAliveConfig: d.KeepAliveConfig,
 		Resolver: d.Resolver, Control: d.Control, ControlContext: d.ControlContext}
+	if d.mptcp != nil {
+		std.SetMultipathTCP(*d.mptcp)
+	}
+	return std
+}
+
+// MultipathTCP is (*net.Dialer).MultipathTCP.
+func (d *Dialer) MultipathTCP() bool { return d.std().MultipathTCP() }
+
+// SetMultipathTCP is (*net.Dialer).SetMultipathTCP.
+func (d *Dialer) SetMultipathTCP(use bool) { d.mptcp = &use }
+
+// DialTCP is (*net.Dialer).DialTCP.
+func (d *Dialer) DialTCP(ctx context.Context, network string, laddr, raddr netip.AddrPort) (*TCPConn, error) {
+	return d.std().DialTCP(ctx, network, laddr, raddr)
+}
+
+// DialUDP is (*net.Dialer).DialUDP.
+func (d *Dialer) DialUDP(ctx context.Context, network string, laddr, raddr netip.AddrPort) (*UDPConn, error) {
+	return d.std().DialUDP(ctx, network, laddr, raddr)
+}
+
+// DialUnix is (*net.Dialer).DialUnix.
+func (d *Dialer) DialUnix(ctx context.Context, network string, laddr, raddr *net.UnixAddr) (*UnixConn, error) {
+	return d.std().DialUnix(ctx, network, laddr, raddr)
 }
 
 // Dial is (*net.Dialer).Dial.

@@ -10,8 +10,8 @@ package gatenet_test
 //
 //	GATENET_POLLER=nested+harvest go test -run XXX -bench TCP .
 //
-// net's listener is made with MPTCP off (net's default listener is MPTCP
-// where the kernel has it; gatenet's never is), so both sides run plain TCP.
+// Both listeners are made with MPTCP off (by default both libraries'
+// listeners are MPTCP where the kernel has it), so both sides run plain TCP.
 //
 // cmd/sockbench runs the same workloads as interleaved rounds in fresh
 // processes under every strategy, which is the fairer comparison on a noisy
@@ -40,6 +40,8 @@ type tcpStack struct {
 func tcpStacks() []tcpStack {
 	var lc net.ListenConfig
 	lc.SetMultipathTCP(false)
+	var glc gatenet.ListenConfig
+	glc.SetMultipathTCP(false)
 	return []tcpStack{
 		{
 			name:   "net",
@@ -48,7 +50,7 @@ func tcpStacks() []tcpStack {
 		},
 		{
 			name:   "gatenet",
-			listen: func() (net.Listener, error) { return gatenet.Listen("tcp4", "127.0.0.1:0") },
+			listen: func() (net.Listener, error) { return glc.Listen(context.Background(), "tcp4", "127.0.0.1:0") },
 			dial:   func(addr string) (net.Conn, error) { return gatenet.Dial("tcp4", addr) },
 		},
 	}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"regexp"
 	"sort"
@@ -31,6 +32,7 @@ import (
 type sockListenOpts struct {
 	Control   func(network, address string, c syscall.RawConn) error
 	KeepAlive time.Duration
+	MPTCP     *bool // SetMultipathTCP, if set
 }
 
 // sockDialOpts is the part of a Dialer both stacks share.
@@ -41,6 +43,7 @@ type sockDialOpts struct {
 	FallbackDelay time.Duration
 	KeepAlive     time.Duration
 	Control       func(network, address string, c syscall.RawConn) error
+	MPTCP         *bool // SetMultipathTCP, if set
 }
 
 // sockStack is one socket implementation. Every constructor returns an
@@ -55,6 +58,10 @@ type sockStack struct {
 	ListenTCP    func(network string, laddr *net.TCPAddr) (net.Listener, error)
 	FileConn     func(f *os.File) (net.Conn, error)
 	FileListener func(f *os.File) (net.Listener, error)
+	// The Dialer's typed dials (Go 1.26), with o's options.
+	DialerTCP  func(ctx context.Context, o sockDialOpts, network string, laddr, raddr netip.AddrPort) (net.Conn, error)
+	DialerUDP  func(ctx context.Context, o sockDialOpts, network string, laddr, raddr netip.AddrPort) (net.Conn, error)
+	DialerUnix func(ctx context.Context, o sockDialOpts, network string, laddr, raddr *net.UnixAddr) (net.Conn, error)
 }
 
 func (s sockStack) isNet() bool { return s.Name == "net" }
@@ -79,12 +86,22 @@ var sockNetStack = sockStack{
 	Dial:   net.Dial,
 	ListenWith: func(o sockListenOpts, network, address string) (net.Listener, error) {
 		lc := net.ListenConfig{Control: o.Control, KeepAlive: o.KeepAlive}
+		if o.MPTCP != nil {
+			lc.SetMultipathTCP(*o.MPTCP)
+		}
 		return lc.Listen(context.Background(), network, address)
 	},
 	DialWith: func(ctx context.Context, o sockDialOpts, network, address string) (net.Conn, error) {
-		d := net.Dialer{Timeout: o.Timeout, Deadline: o.Deadline, LocalAddr: o.LocalAddr,
-			FallbackDelay: o.FallbackDelay, KeepAlive: o.KeepAlive, Control: o.Control}
-		return d.DialContext(ctx, network, address)
+		return sockNetDialer(o).DialContext(ctx, network, address)
+	},
+	DialerTCP: func(ctx context.Context, o sockDialOpts, network string, laddr, raddr netip.AddrPort) (net.Conn, error) {
+		return sockConnOrNil(sockNetDialer(o).DialTCP(ctx, network, laddr, raddr))
+	},
+	DialerUDP: func(ctx context.Context, o sockDialOpts, network string, laddr, raddr netip.AddrPort) (net.Conn, error) {
+		return sockConnOrNil(sockNetDialer(o).DialUDP(ctx, network, laddr, raddr))
+	},
+	DialerUnix: func(ctx context.Context, o sockDialOpts, network string, laddr, raddr *net.UnixAddr) (net.Conn, error) {
+		return sockConnOrNil(sockNetDialer(o).DialUnix(ctx, network, laddr, raddr))
 	},
 	DialTCP: func(network string, laddr, raddr *net.TCPAddr) (net.Conn, error) {
 		return sockConnOrNil(net.DialTCP(network, laddr, raddr))
@@ -102,12 +119,22 @@ var sockGatenetStack = sockStack{
 	Dial:   gatenet.Dial,
 	ListenWith: func(o sockListenOpts, network, address string) (net.Listener, error) {
 		lc := gatenet.ListenConfig{Control: o.Control, KeepAlive: o.KeepAlive}
+		if o.MPTCP != nil {
+			lc.SetMultipathTCP(*o.MPTCP)
+		}
 		return lc.Listen(context.Background(), network, address)
 	},
 	DialWith: func(ctx context.Context, o sockDialOpts, network, address string) (net.Conn, error) {
-		d := gatenet.Dialer{Timeout: o.Timeout, Deadline: o.Deadline, LocalAddr: o.LocalAddr,
-			FallbackDelay: o.FallbackDelay, KeepAlive: o.KeepAlive, Control: o.Control}
-		return d.DialContext(ctx, network, address)
+		return sockGatenetDialer(o).DialContext(ctx, network, address)
+	},
+	DialerTCP: func(ctx context.Context, o sockDialOpts, network string, laddr, raddr netip.AddrPort) (net.Conn, error) {
+		return sockConnOrNil(sockGatenetDialer(o).DialTCP(ctx, network, laddr, raddr))
+	},
+	DialerUDP: func(ctx context.Context, o sockDialOpts, network string, laddr, raddr netip.AddrPort) (net.Conn, error) {
+		return sockConnOrNil(sockGatenetDialer(o).DialUDP(ctx, network, laddr, raddr))
+	},
+	DialerUnix: func(ctx context.Context, o sockDialOpts, network string, laddr, raddr *net.UnixAddr) (net.Conn, error) {
+		return sockConnOrNil(sockGatenetDialer(o).DialUnix(ctx, network, laddr, raddr))
 	},
 	DialTCP: func(network string, laddr, raddr *net.TCPAddr) (net.Conn, error) {
 		return sockConnOrNil(gatenet.DialTCP(network, laddr, raddr))
@@ -117,6 +144,24 @@ var sockGatenetStack = sockStack{
 	},
 	FileConn:     gatenet.FileConn,
 	FileListener: gatenet.FileListener,
+}
+
+func sockNetDialer(o sockDialOpts) *net.Dialer {
+	d := &net.Dialer{Timeout: o.Timeout, Deadline: o.Deadline, LocalAddr: o.LocalAddr,
+		FallbackDelay: o.FallbackDelay, KeepAlive: o.KeepAlive, Control: o.Control}
+	if o.MPTCP != nil {
+		d.SetMultipathTCP(*o.MPTCP)
+	}
+	return d
+}
+
+func sockGatenetDialer(o sockDialOpts) *gatenet.Dialer {
+	d := &gatenet.Dialer{Timeout: o.Timeout, Deadline: o.Deadline, LocalAddr: o.LocalAddr,
+		FallbackDelay: o.FallbackDelay, KeepAlive: o.KeepAlive, Control: o.Control}
+	if o.MPTCP != nil {
+		d.SetMultipathTCP(*o.MPTCP)
+	}
+	return d
 }
 
 // The method sets the tests use beyond net.Conn and net.Listener; both

@@ -7,6 +7,7 @@ package gatenet_test
 // dialed conn as c1, and the accepted conn as c1).
 
 import (
+	"context"
 	"net"
 	"testing"
 	"time"
@@ -19,10 +20,15 @@ import (
 
 // sockNettestPipe is a nettest.MakePipe: a gatenet listener on address,
 // one gatenet Dial and one Accept; the listener is closed before it
-// returns. acceptedFirst makes the accepted conn c1.
-func sockNettestPipe(network, address string, acceptedFirst bool) nettest.MakePipe {
+// returns. acceptedFirst makes the accepted conn c1; mptcp makes both the
+// listener and the dialer use Multipath TCP.
+func sockNettestPipe(network, address string, acceptedFirst, mptcp bool) nettest.MakePipe {
 	return func() (c1, c2 net.Conn, stop func(), err error) {
-		ln, err := gatenet.Listen(network, address)
+		var lc gatenet.ListenConfig
+		var d gatenet.Dialer
+		lc.SetMultipathTCP(mptcp)
+		d.SetMultipathTCP(mptcp)
+		ln, err := lc.Listen(context.Background(), network, address)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -36,7 +42,7 @@ func sockNettestPipe(network, address string, acceptedFirst bool) nettest.MakePi
 			c, err := ln.Accept()
 			ch <- accepted{c, err}
 		}()
-		dialed, err := gatenet.Dial(ln.Addr().Network(), ln.Addr().String())
+		dialed, err := d.Dial(ln.Addr().Network(), ln.Addr().String())
 		if err != nil {
 			ln.Close() // unblocks the Accept
 			if a := <-ch; a.c != nil {
@@ -79,7 +85,7 @@ func TestSockNettest(t *testing.T) {
 				if tc.network == "unix" {
 					address = t.TempDir() + "/s"
 				}
-				nettest.TestConn(t, sockNettestPipe(tc.network, address, acceptedFirst))
+				nettest.TestConn(t, sockNettestPipe(tc.network, address, acceptedFirst, false))
 			})
 		}
 	}

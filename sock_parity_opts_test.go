@@ -234,40 +234,6 @@ func TestSockParityControl(t *testing.T) {
 	}
 }
 
-// TestSockMPTCP asserts the deliberate difference: net's TCP listeners use
-// Multipath TCP where the kernel has it (SO_PROTOCOL 262, and a failing
-// Control is called twice, once per attempt); gatenet's are plain TCP, and
-// Control is called once.
-func TestSockMPTCP(t *testing.T) {
-	testutil.Watchdog(t, 2*time.Minute)
-	for _, s := range []sockStack{sockNetStack, sockGatenetStack} {
-		t.Run(s.Name, func(t *testing.T) {
-			testutil.CheckLeaks(t)
-			ln, err := s.Listen("tcp", "127.0.0.1:0")
-			require.NoError(t, err)
-			defer ln.Close()
-			proto := sockOpt(t, ln, unix.SOL_SOCKET, unix.SO_PROTOCOL)
-			calls := 0
-			_, err = s.ListenWith(sockListenOpts{Control: func(string, string, syscall.RawConn) error {
-				calls++
-				return errors.New("no")
-			}}, "tcp", "127.0.0.1:0")
-			require.Error(t, err)
-			if !s.isNet() {
-				require.Equal(t, unix.IPPROTO_TCP, proto)
-				require.Equal(t, 1, calls)
-				return
-			}
-			if proto == unix.IPPROTO_MPTCP {
-				require.Equal(t, 2, calls, "net retries a failed MPTCP listen with plain TCP")
-			} else {
-				t.Logf("net's listener is plain TCP here (no MPTCP in this kernel)")
-				require.Equal(t, unix.IPPROTO_TCP, proto)
-			}
-		})
-	}
-}
-
 // sockFileObs is what File() gives.
 type sockFileObs struct {
 	Name, ListenerName       string

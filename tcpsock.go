@@ -142,18 +142,19 @@ func (c *TCPConn) SetKeepAliveConfig(config net.KeepAliveConfig) error {
 	return nil
 }
 
-// MultipathTCP reports whether the connection uses MPTCP. gatenet does not
-// create MPTCP sockets (net's listeners do by default where the kernel
-// supports it), so this asks the kernel what the socket's protocol is.
+// MultipathTCP reports whether the connection is using Multipath TCP, as
+// net's: false for a plain TCP socket, and for an MPTCP one whose peer (or
+// a middlebox) made it fall back to TCP, where the kernel can tell
+// (Linux 5.16 and later; before, the socket's protocol is all it says).
+// After Close it reports false; net's reports true there (it takes the
+// failed getsockopt for "not fallen back").
 func (c *TCPConn) MultipathTCP() (bool, error) {
 	if !c.ok() {
 		return false, syscall.EINVAL
 	}
-	var proto int
-	err := c.fd.pfd.RawControl(func(s uintptr) {
-		proto, _ = unix.GetsockoptInt(int(s), unix.SOL_SOCKET, unix.SO_PROTOCOL)
-	})
-	return err == nil && proto == unix.IPPROTO_MPTCP, nil
+	using := false
+	c.fd.pfd.RawControl(func(s uintptr) { using = usingMultipathTCP(int(s)) })
+	return using, nil
 }
 
 // ReadFrom copies r into the connection (io.ReaderFrom) without copying

@@ -412,20 +412,8 @@ func ListenUDP(network string, laddr *net.UDPAddr) (*UDPConn, error) {
 
 // DialUDP is net.DialUDP: a connected UDP socket (socket(2), connect(2)).
 func DialUDP(network string, laddr, raddr *net.UDPAddr) (*UDPConn, error) {
-	switch network {
-	case "udp", "udp4", "udp6":
-	default:
-		return nil, &net.OpError{Op: "dial", Net: network, Source: opAddr(laddr), Addr: opAddr(raddr), Err: net.UnknownNetworkError(network)}
-	}
-	if raddr == nil {
-		return nil, &net.OpError{Op: "dial", Net: network, Source: opAddr(laddr), Err: errMissingAddress}
-	}
 	var d Dialer
-	c, err := d.dialUDP(context.Background(), network, laddr, raddr)
-	if err != nil {
-		return nil, &net.OpError{Op: "dial", Net: network, Source: opAddr(laddr), Addr: raddr, Err: err}
-	}
-	return c, nil
+	return dialTyped(context.Background(), network, isUDPNetwork(network), laddr, raddr, d.dialUDP)
 }
 
 func (d *Dialer) dialUDP(ctx context.Context, network string, laddr, raddr *net.UDPAddr) (*UDPConn, error) {

@@ -38,7 +38,6 @@ func TestMain(m *testing.M) {
 	testutil.VerifyTestMain(m)
 }
 
-
 // begin starts a test: leak checks when it ends, and a hang detector.
 func begin(t *testing.T) {
 	t.Helper()

@@ -29,7 +29,6 @@ func TestMain(m *testing.M) {
 	testutil.VerifyTestMain(m)
 }
 
-
 // certs are the suite's certificates, all from one CA.
 type certs struct {
 	ca *tlstest.CA
@@ -101,7 +100,7 @@ var (
 		name: "net",
 		listen: func(ctx context.Context, network, address string) (net.Listener, error) {
 			var lc net.ListenConfig
-			lc.SetMultipathTCP(false) // gatenet's listeners are plain TCP
+			lc.SetMultipathTCP(false) // as gatenet's below: both plain TCP
 			return lc.Listen(ctx, network, address)
 		},
 		dial: func(ctx context.Context, network, address string) (net.Conn, error) {
@@ -113,6 +112,7 @@ var (
 		name: "gatenet",
 		listen: func(ctx context.Context, network, address string) (net.Listener, error) {
 			var lc gatenet.ListenConfig
+			lc.SetMultipathTCP(false)
 			return lc.Listen(ctx, network, address)
 		},
 		dial: func(ctx context.Context, network, address string) (net.Conn, error) {

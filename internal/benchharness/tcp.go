@@ -24,10 +24,10 @@ type Stack struct {
 }
 
 // StackFor returns the stack of kind "net" or "gatenet" (on the default
-// poller). net's listener is made with MPTCP off (net's default listener
-// is MPTCP where the kernel has it, gatenet's never is), so that both run
-// plain TCP and the comparison is of the I/O path alone. Both listen on
-// 127.0.0.1.
+// poller). Both listeners are made with MPTCP off (by default both
+// libraries' listeners are MPTCP where the kernel has it), so that both
+// run plain TCP and the comparison is of the I/O path alone. Both listen
+// on 127.0.0.1.
 func StackFor(kind string) (Stack, error) {
 	switch kind {
 	case "net":
@@ -40,10 +40,12 @@ func StackFor(kind string) (Stack, error) {
 			Dial:   d.DialContext,
 		}, nil
 	case "gatenet":
+		var lc gatenet.ListenConfig
+		lc.SetMultipathTCP(false)
 		var d gatenet.Dialer
 		return Stack{
 			Name:   kind,
-			Listen: func() (net.Listener, error) { return gatenet.Listen("tcp4", "127.0.0.1:0") },
+			Listen: func() (net.Listener, error) { return lc.Listen(context.Background(), "tcp4", "127.0.0.1:0") },
 			Dial:   d.DialContext,
 		}, nil
 	}
