@@ -57,7 +57,9 @@ func (d *Dialer) MultipathTCP() bool { return d.mptcp.get(false) }
 func (d *Dialer) SetMultipathTCP(use bool) { d.mptcp.set(use) }
 
 // Dial connects to address on network, as net.Dial. Networks: "tcp",
-// "tcp4", "tcp6", "udp", "udp4", "udp6", "unix", "unixgram", "unixpacket".
+// "tcp4", "tcp6", "udp", "udp4", "udp6", "unix", "unixgram", "unixpacket",
+// and raw IP with a protocol, "ip4:1" or "ip6:ipv6-icmp" (an address
+// without a port; CAP_NET_RAW needed).
 func Dial(network, address string) (net.Conn, error) {
 	var d Dialer
 	return d.Dial(network, address)
@@ -276,6 +278,9 @@ func (d *Dialer) dialSingle(ctx context.Context, network string, ra net.Addr) (n
 	case *net.UnixAddr:
 		la, _ := d.LocalAddr.(*net.UnixAddr)
 		c, err = d.dialUnix(ctx, network, la, ra)
+	case *net.IPAddr:
+		la, _ := d.LocalAddr.(*net.IPAddr)
+		c, err = d.dialIP(ctx, network, la, ra)
 	default:
 		err = &net.AddrError{Err: "unexpected address type", Addr: ra.String()}
 	}
@@ -370,8 +375,7 @@ func (d *Dialer) DialUDP(ctx context.Context, network string, laddr, raddr netip
 }
 
 // DialUnix is DialTCP for a Unix network ("unix", "unixgram",
-// "unixpacket"); laddr nil lets the kernel choose. gatenet has no raw IP
-// sockets, so there is no DialIP.
+// "unixpacket"); laddr nil lets the kernel choose.
 func (d *Dialer) DialUnix(ctx context.Context, network string, laddr, raddr *net.UnixAddr) (*UnixConn, error) {
 	ctx, cancel := d.dialCtx(ctx)
 	defer cancel()
@@ -382,7 +386,7 @@ func (d *Dialer) DialUnix(ctx context.Context, network string, laddr, raddr *net
 // (known: it is one the caller takes), raddr required, then dial, with
 // every error a *net.OpError of net's shape.
 func dialTyped[A interface {
-	*net.TCPAddr | *net.UDPAddr | *net.UnixAddr
+	*net.TCPAddr | *net.UDPAddr | *net.UnixAddr | *net.IPAddr
 	net.Addr
 }, C any](ctx context.Context, network string, known bool, laddr, raddr A, dial func(context.Context, string, A, A) (C, error)) (C, error) {
 	var none C

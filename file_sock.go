@@ -25,6 +25,8 @@ func FileConn(f *os.File) (net.Conn, error) {
 		return newTCPConn(fd, defaultKeepAliveIdle, net.KeepAliveConfig{}), nil
 	case *net.UDPAddr:
 		return newUDPConn(fd), nil
+	case *net.IPAddr:
+		return newIPConn(fd), nil
 	case *net.UnixAddr:
 		return newUnixConn(fd), nil
 	}
@@ -33,8 +35,8 @@ func FileConn(f *os.File) (net.Conn, error) {
 }
 
 // FilePacketConn returns a packet connection for a copy of f's socket, as
-// net.FilePacketConn: a *UDPConn for a UDP socket, a *UnixConn for any
-// Unix one. Any other socket is refused with EINVAL, untouched: unlike
+// net.FilePacketConn: a *UDPConn for a UDP socket, an *IPConn for a raw
+// one, a *UnixConn for any Unix one. Any other socket is refused with EINVAL, untouched: unlike
 // FileConn, a TCP socket is never made a *TCPConn (which would set
 // TCP_NODELAY and keep-alives on the socket f shares).
 func FilePacketConn(f *os.File) (net.PacketConn, error) {
@@ -45,6 +47,8 @@ func FilePacketConn(f *os.File) (net.PacketConn, error) {
 	switch fd.laddr.(type) {
 	case *net.UDPAddr:
 		return newUDPConn(fd), nil
+	case *net.IPAddr:
+		return newIPConn(fd), nil
 	case *net.UnixAddr:
 		return newUnixConn(fd), nil
 	}
@@ -125,7 +129,7 @@ func newFileNetFD(f *os.File) (*netFD, error) {
 		unix.Close(s)
 		return nil, unix.EPROTONOSUPPORT
 	}
-	if family != unix.AF_UNIX && sotype != unix.SOCK_STREAM && sotype != unix.SOCK_DGRAM {
+	if family != unix.AF_UNIX && sotype != unix.SOCK_STREAM && sotype != unix.SOCK_DGRAM && sotype != unix.SOCK_RAW {
 		unix.Close(s)
 		return nil, unix.EPROTONOSUPPORT
 	}
@@ -138,8 +142,11 @@ func newFileNetFD(f *os.File) (*netFD, error) {
 }
 
 func ipNetwork(sotype int) string {
-	if sotype == unix.SOCK_DGRAM {
+	switch sotype {
+	case unix.SOCK_DGRAM:
 		return "udp"
+	case unix.SOCK_RAW:
+		return "ip"
 	}
 	return "tcp"
 }

@@ -21,7 +21,8 @@ import (
 //
 //   - FuzzResolveAddr feeds a network and an address through gatenet's
 //     resolution (what Listen, ListenPacket and Dial do first) and compares
-//     it with net's (net.ResolveTCPAddr, ResolveUDPAddr, ResolveUnixAddr;
+//     it with net's (net.ResolveTCPAddr, ResolveUDPAddr, ResolveIPAddr,
+//     ResolveUnixAddr;
 //     net.Listen, ListenPacket and Dial when resolution fails, which then
 //     never reach a socket), then round-trips every resolved address
 //     Addr → sockaddr → Addr → sockaddr.
@@ -42,12 +43,22 @@ var noDNS = &net.Resolver{
 	},
 }
 
-var fuzzNetworks = []string{"tcp", "tcp4", "tcp6", "udp", "udp4", "udp6", "unix", "unixgram", "unixpacket"}
+var fuzzNetworks = []string{"tcp", "tcp4", "tcp6", "udp", "udp4", "udp6", "unix", "unixgram", "unixpacket",
+	"ip4:icmp", "ip6:ipv6-icmp", "ip:253"}
 
-// literalOnly reports whether net resolves address without a host lookup:
-// it fails to split, or its host is empty or an IP literal.
-func literalOnly(address string) bool {
+// isRawNetwork reports whether network is a raw IP one ("ip", "ip4:1"),
+// whose address is a host without a port.
+func isRawNetwork(network string) bool {
+	return strings.HasPrefix(network, "ip")
+}
+
+// literalOnly reports whether net resolves address on network without a
+// host lookup: it fails to split, or its host is empty or an IP literal.
+func literalOnly(network, address string) bool {
 	host, _, err := net.SplitHostPort(address)
+	if isRawNetwork(network) {
+		host, err = address, nil
+	}
 	if err != nil || host == "" {
 		return true
 	}
@@ -56,11 +67,13 @@ func literalOnly(address string) bool {
 }
 
 func netResolve(network, address string) (net.Addr, error) {
-	switch network[:3] {
-	case "tcp":
+	switch {
+	case strings.HasPrefix(network, "tcp"):
 		return net.ResolveTCPAddr(network, address)
-	case "udp":
+	case strings.HasPrefix(network, "udp"):
 		return net.ResolveUDPAddr(network, address)
+	case strings.HasPrefix(network, "ip"):
+		return net.ResolveIPAddr(network, address)
 	}
 	return net.ResolveUnixAddr(network, address)
 }
@@ -167,12 +180,20 @@ func FuzzResolveAddr(f *testing.F) {
 			known = known || n == network
 		}
 		if !known {
-			// Not one of gatenet's networks: refused, as net refuses it
-			// (net serves "ip…" too, which gatenet does not).
-			require.Error(t, err)
-			require.Error(t, derr)
-			var une net.UnknownNetworkError
-			require.ErrorAs(t, err, &une)
+			// Any other network: refused, or a raw IP one, as net has
+			// them; Listen (which opens no socket for either: net's serves
+			// TCP and Unix only) must fail in the same words.
+			if err == nil {
+				require.True(t, isRawNetwork(network), "%q resolved", network)
+			}
+			if !literalOnly(network, address) {
+				return // net would look the host up
+			}
+			_, g := gatenet.Listen(network, address)
+			_, n := net.Listen(network, address)
+			require.Error(t, g)
+			require.Error(t, n)
+			require.Equal(t, n.Error(), g.Error(), "listen %q %q", network, address)
 			return
 		}
 		if (err == nil) != (derr == nil) {
@@ -187,7 +208,7 @@ func FuzzResolveAddr(f *testing.F) {
 				}
 			}
 		}
-		if !literalOnly(address) && !strings.HasPrefix(network, "unix") {
+		if !literalOnly(network, address) && !strings.HasPrefix(network, "unix") {
 			return // net would look the host up: compare nothing more
 		}
 		// From here gatenet resolves with net.DefaultResolver, as Listen
@@ -268,7 +289,7 @@ func FuzzSockaddr(f *testing.F) {
 		nets := []struct {
 			sotype  int
 			network string
-		}{{unix.SOCK_STREAM, "tcp"}, {unix.SOCK_DGRAM, "udp"}}
+		}{{unix.SOCK_STREAM, "tcp"}, {unix.SOCK_DGRAM, "udp"}, {unix.SOCK_RAW, "ip"}}
 		if family == unix.AF_UNIX {
 			nets = []struct {
 				sotype  int
@@ -289,8 +310,12 @@ func FuzzSockaddr(f *testing.F) {
 			}
 			got, err := gatenet.AddrToSockaddr(family, a)
 			require.NoError(t, err, "%#v → %v", sa, a)
-			require.Equal(t, kernelForm(sa), kernelForm(got), "%#v → %v", sa, a)
-			if family == unix.AF_UNIX || !literalOnly(a.String()) {
+			want := sa
+			if n.sotype == unix.SOCK_RAW { // a raw socket's address has no port
+				want = withoutPort(sa)
+			}
+			require.Equal(t, kernelForm(want), kernelForm(got), "%#v → %v", sa, a)
+			if family == unix.AF_UNIX || !literalOnly(n.network, a.String()) {
 				// (An IPv4-mapped address with a zone prints as
 				// "1.2.3.4%zone", which is no literal: net does the same.)
 				continue
@@ -301,9 +326,24 @@ func FuzzSockaddr(f *testing.F) {
 			require.NoError(t, err, "%#v → %q", sa, a.String())
 			again, err := gatenet.AddrToSockaddr(family, parsed)
 			require.NoError(t, err)
-			require.Equal(t, sa, again, "%#v → %q → %v", sa, a.String(), parsed)
+			require.Equal(t, want, again, "%#v → %q → %v", sa, a.String(), parsed)
 		}
 	})
+}
+
+// withoutPort is an inet sockaddr with its port zeroed.
+func withoutPort(sa unix.Sockaddr) unix.Sockaddr {
+	switch sa := sa.(type) {
+	case *unix.SockaddrInet4:
+		c := *sa
+		c.Port = 0
+		return &c
+	case *unix.SockaddrInet6:
+		c := *sa
+		c.Port = 0
+		return &c
+	}
+	return sa
 }
 
 // TestZoneIndexAsNet: a numeric zone converts as net's (its decimal prefix,

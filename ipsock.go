@@ -6,7 +6,11 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // Address resolution, as net's resolveAddrList: parse the network, split
@@ -17,25 +21,118 @@ import (
 // sockNetwork is a parsed network name.
 type sockNetwork struct {
 	name   string // as the caller wrote it
-	afnet  string // "tcp", "tcp4", "udp6", "unix", …
+	afnet  string // "tcp", "tcp4", "udp6", "unix", "ip4", …
 	sotype int
+	proto  int // the IP protocol of a raw network ("ip4:icmp": 1)
 }
 
-// parseNetwork accepts the networks gatenet serves.
+// parseNetwork accepts the networks gatenet serves, as net's parseNetwork
+// does for a dial or listen: a raw IP network needs its protocol, by
+// number or by name ("ip4:1", "ip6:ipv6-icmp").
 func parseNetwork(network string) (sockNetwork, error) {
 	switch network {
 	case "tcp", "tcp4", "tcp6":
-		return sockNetwork{network, network, sockStream}, nil
+		return sockNetwork{network, network, sockStream, 0}, nil
 	case "udp", "udp4", "udp6":
-		return sockNetwork{network, network, sockDgram}, nil
+		return sockNetwork{network, network, sockDgram, 0}, nil
 	case "unix":
-		return sockNetwork{network, network, sockStream}, nil
+		return sockNetwork{network, network, sockStream, 0}, nil
 	case "unixgram":
-		return sockNetwork{network, network, sockDgram}, nil
+		return sockNetwork{network, network, sockDgram, 0}, nil
 	case "unixpacket":
-		return sockNetwork{network, network, sockSeqpacket}, nil
+		return sockNetwork{network, network, sockSeqpacket, 0}, nil
+	}
+	afnet, protostr, ok := network, "", false
+	if i := strings.LastIndexByte(network, ':'); i >= 0 {
+		afnet, protostr, ok = network[:i], network[i+1:], true
+	}
+	switch afnet {
+	case "ip", "ip4", "ip6":
+		if !ok {
+			break // a raw network without its protocol
+		}
+		proto, n, isNum := dtoi(protostr)
+		if !isNum || n != len(protostr) {
+			var err error
+			if proto, err = lookupProtocol(protostr); err != nil {
+				return sockNetwork{}, err
+			}
+		}
+		return sockNetwork{network, afnet, unix.SOCK_RAW, proto}, nil
 	}
 	return sockNetwork{}, net.UnknownNetworkError(network)
+}
+
+// dtoi is net's: the decimal number s starts with, up to 0xFFFFFF, and how
+// many bytes it took.
+func dtoi(s string) (n int, i int, ok bool) {
+	const big = 0xFFFFFF
+	for i = 0; i < len(s) && '0' <= s[i] && s[i] <= '9'; i++ {
+		n = n*10 + int(s[i]-'0')
+		if n >= big {
+			return big, i, false
+		}
+	}
+	if i == 0 {
+		return 0, 0, false
+	}
+	return n, i, true
+}
+
+// protocols are the IP protocol names net knows without /etc/protocols;
+// readProtocols adds that file's, as net's lookupProtocol does.
+var (
+	protocols = map[string]int{
+		"icmp":      1,
+		"igmp":      2,
+		"tcp":       6,
+		"udp":       17,
+		"ipv6-icmp": 58,
+	}
+	readProtocolsOnce sync.Once
+)
+
+// readProtocols loads /etc/protocols ("tcp 6 TCP # comment": a name, its
+// number, aliases) into protocols, names already there winning.
+func readProtocols() {
+	data, err := os.ReadFile("/etc/protocols")
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		proto, _, ok := dtoi(f[1])
+		if !ok {
+			continue
+		}
+		for _, name := range append([]string{f[0]}, f[2:]...) {
+			if _, ok := protocols[name]; !ok {
+				protocols[name] = proto
+			}
+		}
+	}
+}
+
+// lookupProtocol is net's: the protocol's number by its name, lowercased
+// (ASCII) and at most maxProtoLength bytes long.
+func lookupProtocol(name string) (int, error) {
+	const maxProtoLength = len("RSVP-E2E-IGNORE") + 10
+	readProtocolsOnce.Do(readProtocols)
+	lower := []byte(name[:min(len(name), maxProtoLength)])
+	for i, c := range lower {
+		if 'A' <= c && c <= 'Z' {
+			lower[i] = c + ('a' - 'A')
+		}
+	}
+	proto, found := protocols[string(lower)]
+	if !found || len(lower) != len(name) {
+		return 0, &net.AddrError{Err: "unknown IP protocol specified", Addr: name}
+	}
+	return proto, nil
 }
 
 func (n sockNetwork) isUnix() bool { return strings.HasPrefix(n.afnet, "unix") }
@@ -119,7 +216,7 @@ func matchAddrFamily(ip, x net.IP) bool {
 	return ip.To4() != nil && x.To4() != nil || ip.To16() != nil && ip.To4() == nil && x.To16() != nil && x.To4() == nil
 }
 
-// resolveInternetAddrList is net's internetAddrList for TCP and UDP.
+// resolveInternetAddrList is net's internetAddrList for TCP, UDP and raw IP.
 func resolveInternetAddrList(ctx context.Context, r *net.Resolver, n sockNetwork, address string) (addrList, error) {
 	if r == nil {
 		r = net.DefaultResolver
@@ -128,7 +225,9 @@ func resolveInternetAddrList(ctx context.Context, r *net.Resolver, n sockNetwork
 	// has it (it never reaches a dial: resolveAddrList refuses it there).
 	var host string
 	var port int
-	if address != "" {
+	if n.sotype == unix.SOCK_RAW {
+		host = address // a raw network's address has no port
+	} else if address != "" {
 		var portStr string
 		var err error
 		if host, portStr, err = net.SplitHostPort(address); err != nil {
@@ -139,8 +238,11 @@ func resolveInternetAddrList(ctx context.Context, r *net.Resolver, n sockNetwork
 		}
 	}
 	mk := func(ip net.IP, zone string) net.Addr {
-		if n.sotype == sockDgram {
+		switch n.sotype {
+		case sockDgram:
 			return &net.UDPAddr{IP: ip, Port: port, Zone: zone}
+		case unix.SOCK_RAW:
+			return &net.IPAddr{IP: ip, Zone: zone}
 		}
 		return &net.TCPAddr{IP: ip, Port: port, Zone: zone}
 	}

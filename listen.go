@@ -130,7 +130,7 @@ func ListenUnix(network string, laddr *net.UnixAddr) (*UnixListener, error) {
 
 // opAddr turns a typed nil address into a nil interface, as net's opAddr.
 func opAddr[A interface {
-	*net.TCPAddr | *net.UDPAddr | *net.UnixAddr
+	*net.TCPAddr | *net.UDPAddr | *net.UnixAddr | *net.IPAddr
 	net.Addr
 }](a A) net.Addr {
 	if a == nil {

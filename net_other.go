@@ -22,6 +22,7 @@ type (
 	TCPConn      = net.TCPConn
 	UnixConn     = net.UnixConn
 	UDPConn      = net.UDPConn
+	IPConn       = net.IPConn
 	TCPListener  = net.TCPListener
 	UnixListener = net.UnixListener
 )
@@ -104,6 +105,11 @@ func (d *Dialer) DialUDP(ctx context.Context, network string, laddr, raddr netip
 	return d.std().DialUDP(ctx, network, laddr, raddr)
 }
 
+// DialIP is (*net.Dialer).DialIP.
+func (d *Dialer) DialIP(ctx context.Context, network string, laddr, raddr netip.Addr) (*IPConn, error) {
+	return d.std().DialIP(ctx, network, laddr, raddr)
+}
+
 // DialUnix is (*net.Dialer).DialUnix.
 func (d *Dialer) DialUnix(ctx context.Context, network string, laddr, raddr *net.UnixAddr) (*UnixConn, error) {
 	return d.std().DialUnix(ctx, network, laddr, raddr)
@@ -148,6 +154,12 @@ func DialUDP(network string, laddr, raddr *net.UDPAddr) (*UDPConn, error) {
 }
 func DialUnix(network string, laddr, raddr *net.UnixAddr) (*UnixConn, error) {
 	return net.DialUnix(network, laddr, raddr)
+}
+func ListenIP(network string, laddr *net.IPAddr) (*IPConn, error) {
+	return net.ListenIP(network, laddr)
+}
+func DialIP(network string, laddr, raddr *net.IPAddr) (*IPConn, error) {
+	return net.DialIP(network, laddr, raddr)
 }
 func FileConn(f *os.File) (net.Conn, error)             { return net.FileConn(f) }
 func FileListener(f *os.File) (net.Listener, error)     { return net.FileListener(f) }

@@ -99,14 +99,12 @@ func socket(ctx context.Context, network string, family, sotype, proto int, ipv6
 	if err != nil {
 		return nil, err
 	}
-	if laddr != nil && raddr == nil {
-		switch sotype {
-		case unix.SOCK_STREAM, unix.SOCK_SEQPACKET:
-			err = fd.listenStream(ctx, laddr, cfg)
-		case unix.SOCK_DGRAM:
-			err = fd.listenDatagram(ctx, laddr, cfg)
-		}
-	} else {
+	switch {
+	case laddr != nil && raddr == nil && (sotype == unix.SOCK_STREAM || sotype == unix.SOCK_SEQPACKET):
+		err = fd.listenStream(ctx, laddr, cfg)
+	case laddr != nil && raddr == nil && sotype == unix.SOCK_DGRAM:
+		err = fd.listenDatagram(ctx, laddr, cfg)
+	default: // a dial, or a raw socket bound to laddr (net's rule)
 		err = fd.dial(ctx, laddr, raddr, cfg)
 	}
 	if err != nil {
@@ -221,7 +219,11 @@ func (fd *netFD) listenDatagram(ctx context.Context, laddr net.Addr, cfg socketC
 
 // dial: Control, bind laddr if given, connect.
 func (fd *netFD) dial(ctx context.Context, laddr, raddr net.Addr, cfg socketConfig) error {
-	if err := fd.control(ctx, cfg, raddr); err != nil {
+	ctrlAddr := raddr // Control sees the peer, or the local address without one
+	if ctrlAddr == nil {
+		ctrlAddr = laddr
+	}
+	if err := fd.control(ctx, cfg, ctrlAddr); err != nil {
 		return err
 	}
 	if laddr != nil {

@@ -14,22 +14,29 @@ import (
 // ipsock_posix.go and unixsock_posix.go do them.
 
 // sockaddrToAddr turns a kernel address into the net.Addr of the socket's
-// type: *net.TCPAddr, *net.UDPAddr or *net.UnixAddr. It returns nil for nil.
+// type: *net.TCPAddr, *net.UDPAddr, *net.IPAddr (SOCK_RAW) or
+// *net.UnixAddr. It returns nil for nil.
 func sockaddrToAddr(sotype int, network string, sa unix.Sockaddr) net.Addr {
 	switch sa := sa.(type) {
 	case *unix.SockaddrInet4:
 		// Four bytes, as net's sockaddrToTCP: a 16-byte form would
 		// make AddrPort() report "[::ffff:127.0.0.1]:port".
 		ip := net.IP(append([]byte(nil), sa.Addr[:]...))
-		if sotype == unix.SOCK_DGRAM {
+		switch sotype {
+		case unix.SOCK_DGRAM:
 			return &net.UDPAddr{IP: ip, Port: sa.Port}
+		case unix.SOCK_RAW:
+			return &net.IPAddr{IP: ip}
 		}
 		return &net.TCPAddr{IP: ip, Port: sa.Port}
 	case *unix.SockaddrInet6:
 		ip := net.IP(append([]byte(nil), sa.Addr[:]...))
 		zone := zoneName(sa.ZoneId)
-		if sotype == unix.SOCK_DGRAM {
+		switch sotype {
+		case unix.SOCK_DGRAM:
 			return &net.UDPAddr{IP: ip, Port: sa.Port, Zone: zone}
+		case unix.SOCK_RAW:
+			return &net.IPAddr{IP: ip, Zone: zone}
 		}
 		return &net.TCPAddr{IP: ip, Port: sa.Port, Zone: zone}
 	case *unix.SockaddrUnix:
@@ -115,6 +122,8 @@ func addrToSockaddr(family int, a net.Addr) (unix.Sockaddr, error) {
 		return ipToSockaddr(family, a.IP, a.Port, a.Zone)
 	case *net.UDPAddr:
 		return ipToSockaddr(family, a.IP, a.Port, a.Zone)
+	case *net.IPAddr:
+		return ipToSockaddr(family, a.IP, 0, a.Zone)
 	case *net.UnixAddr:
 		if a.Name == "" {
 			return nil, nil // unnamed: let the kernel choose (autobind)
@@ -147,6 +156,11 @@ func ipOf(a net.Addr) (net.IP, bool) {
 		}
 		return a.IP, true
 	case *net.UDPAddr:
+		if a == nil {
+			return nil, false
+		}
+		return a.IP, true
+	case *net.IPAddr:
 		if a == nil {
 			return nil, false
 		}

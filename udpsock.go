@@ -346,7 +346,8 @@ func (c *UDPConn) writeMsgRaw(b, oob []byte, sa *rawInetSockaddr) (int, int, err
 }
 
 // ListenPacket announces on the local network address (socket(2),
-// bind(2)), as net.ListenPacket: "udp", "udp4", "udp6" or "unixgram".
+// bind(2)), as net.ListenPacket: "udp", "udp4", "udp6", "unixgram", or raw
+// IP with a protocol ("ip4:icmp", "ip6:58"; CAP_NET_RAW needed).
 func ListenPacket(network, address string) (net.PacketConn, error) {
 	var lc ListenConfig
 	return lc.ListenPacket(context.Background(), network, address)
@@ -367,6 +368,8 @@ func (lc *ListenConfig) ListenPacket(ctx context.Context, network, address strin
 	switch la := la.(type) {
 	case *net.UDPAddr:
 		c, err = lc.listenUDP(ctx, network, la)
+	case *net.IPAddr:
+		c, err = lc.listenIP(ctx, network, la)
 	case *net.UnixAddr:
 		var fd *netFD
 		fd, err = socket(ctx, network, unix.AF_UNIX, n.sotype, 0, false, la, nil, lc.socketConfig())
