@@ -100,26 +100,28 @@ func parkAndReport(c net.Conn, k int, park func(net.Conn) error, results chan<- 
 }
 
 // TestParkedStackDepth: 64 goroutines parked at once in WaitRead (with a
-// background or a cancellable context) or in Read, each under 128 bytes of
+// background or a cancellable context) or in Read, each under 256 bytes of
 // caller frames (plus the harness's own), wake on data with their 2 KiB
 // stacks unmoved — most of them: a park that runs through one of the
 // allocator's slow paths goes deeper. It measures a server's steady state:
-// the conns have parked once before and no GC intervenes (a GC empties the
-// runtime's sudog caches and makes allocations assist it; a conn's first
-// park makes its gate's channel). Here the limit lies between 192 and 256
-// bytes; before the park path was slimmed every stack grew with none. A
-// control with 1.5 KiB of caller frames must see every stack grow, or the
+// the conns have parked once before and no GC intervenes (a GC makes
+// allocations assist it; a context's first wait on a conn registers it).
+// Here the limit lies between 320 and 448 bytes (above 448 for WaitRead
+// with a background context); with the park on a channel, whose sudog the
+// runtime sometimes allocates under it, it lay between 192 and 256, and
+// before the park path was slimmed every stack grew with none. A control
+// with 1.5 KiB of caller frames must see every stack grow, or the
 // detection is broken.
 func TestParkedStackDepth(t *testing.T) {
 	testutil.CheckLeaks(t)
 	const (
 		conns    = 64
 		fewGrown = conns / 2
-		k        = 128 / stackPadFrame
+		k        = 256 / stackPadFrame
 		kControl = 1536 / stackPadFrame
 	)
-	// No collection between the warm-up and the measurement: a GC empties
-	// the runtime's sudog caches, and its assists deepen allocations.
+	// No collection between the warm-up and the measurement: a GC's
+	// assists deepen allocations.
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -158,11 +160,11 @@ func TestParkedStackDepth(t *testing.T) {
 				return grew
 			}
 			round("warm-up", k)
-			// Whether a park takes an allocator slow path depends on
-			// which P's sudog cache it draws from: one round in a few
-			// dozen sees most of them go deeper. The slim path is the
-			// one that must exist: one round of three showing it is
-			// enough, and a path that is too deep fails all three.
+			// A park can still run through a slow path of the runtime
+			// now and then (a machine under load, a scheduler detour).
+			// The slim path is the one that must exist: one round of
+			// three showing it is enough, and a path that is too deep
+			// fails all three.
 			best := conns
 			for i := 0; i < 3 && best > fewGrown; i++ {
 				best = min(best, round("measured", k))

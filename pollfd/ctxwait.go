@@ -7,14 +7,14 @@ package pollfd
 // Two ways to park. A context that keeps coming back — a server's, passed
 // to every read of a connection, or a request's over the many reads of one
 // body — is registered with context.AfterFunc once per gate and kept; a
-// wait with it parks on the gate's channel exactly as Wait does: one
-// channel receive, no second sudog, no allocation, and a stack as shallow
+// wait with it parks on the gate's semaphore exactly as Wait does: no
+// select, no sudog, no allocation, and a stack as shallow
 // as Wait's (a select's frames doubled an idle connection's stack to
 // 4 KiB). A gate's first cancellable wait registers. If a registration
 // then serves a single wait before another context replaces it, the gate's
 // contexts come one per call (a fresh context per ReadContext), where a
 // registration (a goroutine and about 600 bytes) would cost more than it
-// saves: such waits select on the gate's channel and the context's Done
+// saves: such waits select on the gate's wake channel and the context's Done
 // channel (parkOrDone) until a context comes back twice in a row.
 //
 // Registrations are keyed by the context's Done channel (contexts are not

@@ -12,13 +12,17 @@ package pollfd
 //	         waiter) even when no one waits, so an edge that lands between
 //	         a syscall's EAGAIN and the park is kept, not lost. Cleared by
 //	         Prepare (before the syscall) and consumed by Wait.
-//	waiting  a goroutine has committed to park on wake (or in slot).
-//	         Only a waker clears it, and the waker that clears it is the
-//	         one that sends the single token on wake (or writes slot's
-//	         eventfd): one park, at most one token.
-//	slot     the park slot the waiter parks in instead of wake, in the
-//	         runtime's poller (Options.RuntimePark; park.go). Set with
-//	         waiting, cleared by the waker that clears waiting.
+//	waiting  a goroutine has committed to park: on sema (a binary
+//	         semaphore: the runtime's own park, sema_runtime.go), on the
+//	         wake channel if it also selects on a context (selected), or in
+//	         a park slot (slot). Only a waker clears it, and the waker that
+//	         clears it is the one that gives the single token on the park's
+//	         medium: one park, at most one token.
+//	selected the park is a select on wake and a context's Done channel
+//	         (ctxwait.go). Set with waiting, cleared by the woken waiter.
+//	slot     the park slot the waiter parks in instead, in the runtime's
+//	         poller (Options.RuntimePark; park.go). Set with waiting,
+//	         cleared by the waker that clears waiting.
 //	expired  the deadline has passed; sticky until the next SetDeadline on
 //	         this direction (deadline.go).
 //	seq      the deadline generation (deadline.go).
@@ -55,8 +59,9 @@ package pollfd
 //   - Edge versus park. Wait re-checks ready under mu after deciding to park
 //     and publishes waiting under the same lock acquisition, and the drain
 //     loop sets ready and reads waiting under mu. So either the edge is seen
-//     before parking (consumed, no park) or the waker sees waiting and sends
-//     the token; the receive then cannot miss it, since wake is buffered.
+//     before parking (consumed, no park) or the waker sees waiting and gives
+//     the token; the park then cannot miss it: the semaphore and the
+//     channel both keep a token given before their waiter sleeps.
 //   - Close/deadline versus park. Same argument: closing and expired are
 //     written under mu and checked under mu right before waiting is set.
 //   - A wake without ready (deadline moved into the past, then back into the
@@ -84,10 +89,10 @@ package pollfd
 //     Close has removed it, its events are dropped, and a reused fd number
 //     gets a new token.
 //
-// The wake path allocates nothing: a gate's wake channel is made on its
-// first park (under mu, never replaced) and reused; a descriptor that never
-// parks in a direction — one a ReadyQueue watches, or one that only reads
-// — never pays for it.
+// The wake path allocates nothing, and neither does a plain park: the
+// semaphore is a word in the gate (in race builds a channel, made on the
+// first park under mu and reused). A park that selects makes the gate's
+// wake channel once.
 //
 // Stack depth. A goroutine parked here for an idle connection keeps on its
 // stack the deepest frames it reached, and a 2 KiB stack that overflows
@@ -95,15 +100,14 @@ package pollfd
 // is in use). So the path from the fd layer's wait to the park is a few
 // small frames: the plain park is inline in wait, waits a context can
 // cancel have their own loop (waitCancelable), and the harvest runs before
-// wait, from Wait, on a buffer of the shard's rather than the stack. What
-// remains is mostly the runtime's: a channel receive needs a sudog, and
-// when the P's cache of them is empty it allocates one, several hundred
-// bytes deeper than net's park in the runtime's poller, which needs none.
-// A goroutine parked in WaitRead or Read can have about 200 bytes of its
-// caller's frames above it (300–400 when the park does not allocate) and
-// stay on 2 KiB; net's RawConn.Read leaves about 600, its Read 500
-// (TestParkedStackDepth). A context's first wait on a gate registers it
-// (ctxwait.go), allocating on this stack: that one can go deeper.
+// wait, from Wait, on a buffer of the shard's rather than the stack. The
+// park itself is the runtime's gopark, as net's is: no sudog to allocate
+// (a channel receive needs one, several hundred bytes deeper when the P's
+// cache of them is empty). TestParkedStackDepth measures the headroom a
+// goroutine parked in WaitRead or Read leaves its caller's frames; net's
+// RawConn.Read leaves about 600 bytes, its Read 500. A context's first
+// wait on a gate registers it (ctxwait.go), allocating on this stack: that
+// one can go deeper.
 
 import (
 	"context"
@@ -152,11 +156,13 @@ type gate struct {
 	ready    bool
 	waiting  bool
 	expired  bool
+	selected bool   // the current park is on wake, not sema
+	seq      uint32 // deadline generation (deadline.go; it never wraps within a timer's callback)
+	armed    uint32 // seq the timer was last armed for
 	deadline int64  // monotonic ns (clock.go); 0: none
-	seq      uint64 // deadline generation
-	armed    uint64 // seq the timer was last armed for
 	timer    *time.Timer
-	wake     chan struct{} // capacity 1; made on the first park
+	sema     parkSema      // the plain park (sema_runtime.go)
+	wake     chan struct{} // a park that selects on a context too; capacity 1, made on first use
 	slot     *parkSlot     // the waiter parks in the runtime's poller (park.go)
 }
 
@@ -292,13 +298,11 @@ func (d *Desc) wait(mode Mode) error {
 		if d.shard.runtimePark && d.parkInSlotLocked(g) {
 			continue
 		}
-		if g.wake == nil {
-			g.wake = make(chan struct{}, 1)
-		}
+		g.sema.prepare()
 		g.waiting = true
 		d.mu.Unlock()
 		d.shard.stats.parks.Add(1)
-		<-g.wake
+		g.sema.park()
 		d.mu.Lock()
 	}
 }
@@ -325,14 +329,12 @@ func (d *Desc) waitCancelable(mode Mode, ctx context.Context) error {
 			}
 			continue
 		}
-		if g.wake == nil {
-			g.wake = make(chan struct{}, 1)
-		}
+		g.sema.prepare()
 		cg.parked = true
 		g.waiting = true
 		d.mu.Unlock()
 		d.shard.stats.parks.Add(1)
-		<-g.wake
+		g.sema.park()
 		d.mu.Lock()
 		cg.parked = false
 		if cg.canceled {
@@ -413,7 +415,7 @@ func (d *Desc) parkOrAbandonLocked(mode Mode, g *gate, ctx context.Context, cg *
 	if g.wake == nil {
 		g.wake = make(chan struct{}, 1)
 	}
-	g.waiting = true
+	g.waiting, g.selected = true, true
 	d.mu.Unlock()
 	d.shard.stats.parks.Add(1)
 	if !d.parkOrDone(g, ctx.Done()) { // returns with mu held
@@ -445,10 +447,12 @@ func (d *Desc) parkOrDone(g *gate, done <-chan struct{}) bool {
 	select {
 	case <-g.wake:
 		d.mu.Lock()
+		g.selected = false
 		return false
 	case <-done:
 	}
 	d.mu.Lock()
+	g.selected = false
 	if g.waiting {
 		// Nobody woke us: withdraw, and no token will come.
 		g.waiting = false
@@ -473,7 +477,11 @@ func (g *gate) wakeLocked() bool {
 		s.signal()
 		return true
 	}
-	g.wake <- struct{}{} // never blocks: one token per park, capacity 1
+	if g.selected {
+		g.wake <- struct{}{} // never blocks: one token per park, capacity 1
+		return true
+	}
+	g.sema.wake()
 	return true
 }
 

@@ -4,7 +4,7 @@ package pollfd
 
 // Parking in the runtime's poller (opt-in: Options.RuntimePark).
 //
-// A waiter parked on its gate's channel is readied by a channel send, and
+// A waiter parked on its gate is readied from Go code (goready), and
 // with two or more Ps every goroutine readied from Go code makes the
 // scheduler wake an idle P's thread (runtime.ready → wakep), a futex wake
 // and often a migration per message. The runtime's own poller readies its
@@ -14,7 +14,7 @@ package pollfd
 //
 // So a parking waiter may borrow a park slot: an eventfd registered with
 // the runtime's poller through an *os.File. It parks in the slot's
-// RawConn.Read, and its waker, instead of sending on the channel, writes
+// RawConn.Read, and its waker, instead of readying it, writes
 // the eventfd; the runtime's poller then sees the slot readable and hands
 // the waiter to the next thread that looks for work. The eventfd is never
 // read: it is edge-triggered in the runtime, and every write is a new edge
@@ -33,9 +33,9 @@ package pollfd
 // Slots are few (parkSlotsPerP per P, made when the shard starts, so a
 // shard's descriptor count does not change under a running program), and
 // a waiter that finds none, or whose wait can be cancelled by a context
-// (a select on a channel), parks on its channel as before. Slots go to
+// (a select on a channel), parks on its gate as before. Slots go to
 // whoever parks first and are held for the whole park, so with many idle
-// connections most parks fall back to the channel: never worse than
+// connections most parks fall back to the gate: never worse than
 // without the option, but the gain is for servers with few parked waiters
 // at a time (request/response on a handful of busy connections).
 
@@ -175,7 +175,7 @@ func (s *parkSlot) signal() {
 // under mu and released it, until a waker clears waiting. The slot's file
 // is not closed while it is lent (stop leaves it to put), so Read returns
 // an error only if that promise is broken; the waiter then withdraws, if
-// no waker has claimed it, and the caller's loop parks it on its channel.
+// no waker has claimed it, and the caller's loop parks it on its gate.
 func (d *Desc) parkInSlot(g *gate, s *parkSlot) {
 	s.d, s.g = d, g
 	if err := s.rc.Read(s.woken); err == nil {

@@ -52,7 +52,7 @@ package pollfd
 // their order can flip; the figures above are from a quiet machine.)
 //
 // RuntimePark (combinable with either, "+rpark"; park.go) moves the
-// waiter's park from its channel into the runtime's poller, on a pooled
+// waiter's park from its gate into the runtime's poller, on a pooled
 // eventfd, trading the scheduler's wake of an idle P (a futex wake per
 // readied goroutine) for an eventfd write the runtime's poller picks up on
 // the thread going idle. cmd/gatebench, nested+harvest without and with it,
