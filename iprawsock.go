@@ -96,26 +96,24 @@ func (c *IPConn) WriteToIP(b []byte, addr *net.IPAddr) (int, error) {
 	if !c.ok() {
 		return 0, syscall.EINVAL
 	}
-	n, err := c.writeTo(b, addr)
+	var n int
+	var err error
+	var sa unix.Sockaddr
+	switch {
+	case c.fd.isConnected:
+		err = net.ErrWriteToConnected
+	case addr == nil:
+		err = errMissingAddress
+	default:
+		if sa, err = addrToSockaddr(c.fd.family, addr); err == nil {
+			n, err = c.fd.pfd.WriteTo(b, sa)
+			err = wrapSyscallError("sendto", err)
+		}
+	}
 	if err != nil {
 		return n, c.opError("write", opAddr(addr), err)
 	}
 	return n, nil
-}
-
-func (c *IPConn) writeTo(b []byte, addr *net.IPAddr) (int, error) {
-	if c.fd.isConnected {
-		return 0, net.ErrWriteToConnected
-	}
-	if addr == nil {
-		return 0, errMissingAddress
-	}
-	sa, err := addrToSockaddr(c.fd.family, addr)
-	if err != nil {
-		return 0, err
-	}
-	n, err := c.fd.pfd.WriteTo(b, sa)
-	return n, wrapSyscallError("sendto", err)
 }
 
 // WriteTo implements net.PacketConn: WriteToIP for a *net.IPAddr, and
