@@ -45,6 +45,13 @@ func (c *countingCtx) AfterFunc(f func()) func() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.registered++
+	if c.funcs == nil {
+		// Already cancelled: run f at once, as context.AfterFunc does
+		// (pollfd registers on a goroutine of its own, so this happens
+		// when the cancel overtakes it).
+		go f()
+		return func() bool { return false }
+	}
 	id := c.next
 	c.next++
 	c.funcs[id] = f
