@@ -145,7 +145,7 @@ func (d *Desc) contextDone(g *gate, done <-chan struct{}) {
 	if cg := d.ctxGate(g); cg.done == done && cg.parked && g.waiting {
 		cg.canceled = true
 		d.shard.stats.canceled.Add(1)
-		g.wakeLocked()
+		d.wakeLocked(g)
 	}
 	d.mu.Unlock()
 }

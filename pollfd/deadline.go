@@ -96,7 +96,7 @@ func (d *Desc) setDeadlineLocked(g *gate, rel time.Duration, now int64) bool {
 		if g.timer != nil {
 			g.timer.Stop()
 		}
-		return g.wakeLocked()
+		return d.wakeLocked(g)
 	}
 	g.expired = false
 	g.deadline = now + int64(rel)
@@ -125,7 +125,7 @@ func (d *Desc) deadlineFired(g *gate) {
 	// Counted before the wake, so a waiter that returns ErrTimeout always
 	// finds its timer in Stats.
 	d.shard.stats.timerFires.Add(1)
-	if g.wakeLocked() {
+	if d.wakeLocked(g) {
 		d.shard.stats.wakeupsDeadline.Add(1)
 	}
 	d.mu.Unlock()

@@ -15,14 +15,20 @@ package pollfd
 //	waiting  a goroutine has committed to park: on sema (a binary
 //	         semaphore: the runtime's own park, sema_runtime.go), on the
 //	         wake channel if it also selects on a context (selected), or in
-//	         a park slot (slot). Only a waker clears it, and the waker that
+//	         a park slot (inSlot). Only a waker clears it, and the waker that
 //	         clears it is the one that gives the single token on the park's
 //	         medium: one park, at most one token.
-//	selected the park is a select on wake and a context's Done channel
-//	         (ctxwait.go). Set with waiting, cleared by the woken waiter.
-//	slot     the park slot the waiter parks in instead, in the runtime's
-//	         poller (Options.RuntimePark; park.go). Set with waiting,
-//	         cleared by the waker that clears waiting.
+//	selected the park is a select on the gate's wake channel and a
+//	         context's Done channel (ctxwait.go). Set with waiting, cleared
+//	         by the woken waiter.
+//	inSlot   the waiter parks in a park slot instead, in the runtime's
+//	         poller (Options.RuntimePark; park.go). Set with waiting and the
+//	         slot, both cleared by the waker that clears waiting.
+//
+// The wake channel and the slot are the gate's altPark, in the Desc's
+// descExt with a ReadyList's watch: few descriptors need any of them, and
+// a Desc without them is 128 bytes instead of 192 (an idle server holds
+// one per connection).
 //	expired  the deadline has passed; sticky until the next SetDeadline on
 //	         this direction (deadline.go).
 //	seq      the deadline generation (deadline.go).
@@ -156,34 +162,73 @@ type gate struct {
 	ready    bool
 	waiting  bool
 	expired  bool
-	selected bool   // the current park is on wake, not sema
+	selected bool   // the current park is on the altPark's wake, not sema
+	inSlot   bool   // the current park is in the altPark's slot (park.go)
 	seq      uint32 // deadline generation (deadline.go; it never wraps within a timer's callback)
 	armed    uint32 // seq the timer was last armed for
 	deadline int64  // monotonic ns (clock.go); 0: none
 	timer    *time.Timer
-	sema     parkSema      // the plain park (sema_runtime.go)
-	wake     chan struct{} // a park that selects on a context too; capacity 1, made on first use
-	slot     *parkSlot     // the waiter parks in the runtime's poller (park.go)
+	sema     parkSema // the plain park (sema_runtime.go)
 }
 
 // Desc is one registered descriptor. The zero value is not usable; get one
 // from (*Poller).Open.
 type Desc struct {
 	shard *shard
-	fd    int
 	token uint64 // set by table.insert before publication; immutable
+	fd    int32
 
-	mu       sync.Mutex
 	closing  bool
 	closed   bool
 	eventErr bool
+	mu       sync.Mutex
 	rg, wg   gate
-	watch    watch    // ReadyList membership (ready.go)
+	ext      *descExt // made on first use (see the top of this file)
 	ctx      *descCtx // context registrations (ctxwait.go)
 }
 
+// descExt holds what few descriptors need: a ReadyList's watch and the
+// media of parks that are not plain. Guarded by mu; made under it on first
+// use and kept.
+type descExt struct {
+	watch watch // ReadyList membership (ready.go); list nil: not watched
+	r, w  altPark
+}
+
+// altPark is a gate's park media other than its semaphore.
+type altPark struct {
+	wake chan struct{} // a park that selects on a context too; capacity 1, made on first use
+	slot *parkSlot     // the slot of the current park in the runtime's poller (park.go)
+}
+
+// extLocked returns d's descExt, making it. Called with mu held.
+func (d *Desc) extLocked() *descExt {
+	if d.ext == nil {
+		d.ext = new(descExt)
+	}
+	return d.ext
+}
+
+// altLocked returns g's altPark, making the descExt. Called with mu held.
+func (d *Desc) altLocked(g *gate) *altPark {
+	x := d.extLocked()
+	if g == &d.rg {
+		return &x.r
+	}
+	return &x.w
+}
+
+// watchLocked returns d's watch if a ReadyList watches it, else nil.
+// Called with mu held.
+func (d *Desc) watchLocked() *watch {
+	if d.ext == nil || d.ext.watch.list == nil {
+		return nil
+	}
+	return &d.ext.watch
+}
+
 // Fd returns the descriptor number the Desc was opened for.
-func (d *Desc) Fd() int { return d.fd }
+func (d *Desc) Fd() int { return int(d.fd) }
 
 // Shard returns the index of the poller shard the descriptor is on.
 func (d *Desc) Shard() int { return d.shard.index }
@@ -378,8 +423,8 @@ func (d *Desc) settleLocked(mode Mode, g *gate) (done bool, err error) {
 	if g.waiting {
 		return true, ErrDoubleWait
 	}
-	if g == &d.rg && d.watch.list != nil && !d.watch.queued {
-		d.watch.armed = true // a read hit EAGAIN: the next edge is news (ready.go)
+	if w := d.watchLocked(); w != nil && g == &d.rg && !w.queued {
+		w.armed = true // a read hit EAGAIN: the next edge is news (ready.go)
 	}
 	return false, nil
 }
@@ -392,7 +437,8 @@ func (d *Desc) parkInSlotLocked(g *gate) bool {
 	if slot == nil {
 		return false
 	}
-	g.waiting, g.slot = true, slot
+	g.waiting, g.inSlot = true, true
+	d.altLocked(g).slot = slot
 	d.mu.Unlock()
 	p.stats.parks.Add(1)
 	p.stats.parksInSlot.Add(1)
@@ -412,13 +458,14 @@ func (d *Desc) parkOrAbandonLocked(mode Mode, g *gate, ctx context.Context, cg *
 		d.shard.stats.canceled.Add(1)
 		return true, errDone
 	}
-	if g.wake == nil {
-		g.wake = make(chan struct{}, 1)
+	a := d.altLocked(g)
+	if a.wake == nil {
+		a.wake = make(chan struct{}, 1)
 	}
 	g.waiting, g.selected = true, true
 	d.mu.Unlock()
 	d.shard.stats.parks.Add(1)
-	if !d.parkOrDone(g, ctx.Done()) { // returns with mu held
+	if !d.parkOrDone(g, a.wake, ctx.Done()) { // returns with mu held
 		return false, nil
 	}
 	return d.canceledLocked(mode, g)
@@ -443,9 +490,9 @@ func (d *Desc) canceledLocked(mode Mode, g *gate) (done bool, err error) {
 // clean. Kept out of wait so that the select's frame is paid only
 // by waits that select (a parked goroutine's stack is most of an idle
 // connection's cost).
-func (d *Desc) parkOrDone(g *gate, done <-chan struct{}) bool {
+func (d *Desc) parkOrDone(g *gate, wake chan struct{}, done <-chan struct{}) bool {
 	select {
-	case <-g.wake:
+	case <-wake:
 		d.mu.Lock()
 		g.selected = false
 		return false
@@ -461,27 +508,28 @@ func (d *Desc) parkOrDone(g *gate, done <-chan struct{}) bool {
 	}
 	// A waker cleared waiting and sent the token under mu, which we now
 	// hold: take it.
-	<-g.wake
+	<-wake
 	return true
 }
 
-// wakeLocked hands the single wake token to a parked waiter. Called with
-// mu held; reports whether a waiter was woken.
-func (g *gate) wakeLocked() bool {
+// wakeLocked hands the single wake token to g's parked waiter. Called
+// with mu held; reports whether a waiter was woken.
+func (d *Desc) wakeLocked(g *gate) bool {
 	if !g.waiting {
 		return false
 	}
 	g.waiting = false
-	if s := g.slot; s != nil {
-		g.slot = nil
+	switch {
+	case g.inSlot:
+		a := d.altLocked(g)
+		s := a.slot
+		g.inSlot, a.slot = false, nil
 		s.signal()
-		return true
+	case g.selected:
+		d.altLocked(g).wake <- struct{}{} // never blocks: one token per park, capacity 1
+	default:
+		g.sema.wake()
 	}
-	if g.selected {
-		g.wake <- struct{}{} // never blocks: one token per park, capacity 1
-		return true
-	}
-	g.sema.wake()
 	return true
 }
 
@@ -493,16 +541,18 @@ func (d *Desc) deliver(events uint32) {
 	d.eventErr = events == unix.EPOLLERR
 	if events&readEvents != 0 {
 		d.rg.ready = true
-		if d.rg.wakeLocked() {
+		if d.wakeLocked(&d.rg) {
 			woke++
-			d.watch.armed = false // the parked reader owns this edge
+			if w := d.watchLocked(); w != nil {
+				w.armed = false // the parked reader owns this edge
+			}
 		} else {
 			d.reportLocked()
 		}
 	}
 	if events&writeEvents != 0 {
 		d.wg.ready = true
-		if d.wg.wakeLocked() {
+		if d.wakeLocked(&d.wg) {
 			woke++
 		}
 	}
@@ -530,7 +580,7 @@ func (d *Desc) Unblock() {
 		if g.timer != nil {
 			g.timer.Stop()
 		}
-		if g.wakeLocked() {
+		if d.wakeLocked(g) {
 			woke++
 		}
 	}
@@ -569,7 +619,7 @@ func (d *Desc) Close() error {
 	p := d.shard
 	// The errno is ignored as the runtime ignores netpollclose's: the fd may
 	// already be gone from the set (closed elsewhere, or a dup still open).
-	_ = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, d.fd, &unix.EpollEvent{})
+	_ = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, int(d.fd), &unix.EpollEvent{})
 	p.table.remove(d)
 	p.stats.registered.Add(-1)
 	return nil

@@ -182,8 +182,8 @@ func (d *Desc) parkInSlot(g *gate, s *parkSlot) {
 		return
 	}
 	d.mu.Lock()
-	if g.slot == s {
-		g.waiting, g.slot = false, nil
+	if a := d.altLocked(g); g.inSlot && a.slot == s {
+		g.waiting, g.inSlot, a.slot = false, false, nil
 	}
 	d.mu.Unlock()
 }

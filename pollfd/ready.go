@@ -67,12 +67,13 @@ func (d *Desc) Watch(l *ReadyList, cookie any) error {
 	if d.closing {
 		return ErrClosing
 	}
-	if d.watch.list != nil && d.watch.list != l {
+	w := &d.extLocked().watch
+	if w.list != nil && w.list != l {
 		return errors.New("pollfd: descriptor already watched by another list")
 	}
-	d.watch.list, d.watch.cookie = l, cookie
-	if !d.watch.queued {
-		d.watch.armed = true
+	w.list, w.cookie = l, cookie
+	if !w.queued {
+		w.armed = true
 	}
 	return nil
 }
@@ -85,8 +86,8 @@ func (d *Desc) Unwatch() {
 }
 
 func (d *Desc) unwatchLocked() {
-	w := &d.watch
-	if w.list == nil {
+	w := d.watchLocked()
+	if w == nil {
 		return
 	}
 	if w.queued {
@@ -99,8 +100,8 @@ func (d *Desc) unwatchLocked() {
 // reported: for a reader that hands it back without reading until EAGAIN.
 func (d *Desc) Rearm() {
 	d.mu.Lock()
-	if d.watch.list != nil && !d.watch.queued {
-		d.watch.armed = true
+	if w := d.watchLocked(); w != nil && !w.queued {
+		w.armed = true
 	}
 	d.mu.Unlock()
 }
@@ -115,8 +116,8 @@ func (d *Desc) NotifyReady() {
 
 // reportLocked queues d if it is armed. Called with d.mu held.
 func (d *Desc) reportLocked() {
-	w := &d.watch
-	if w.list == nil || !w.armed || d.closing {
+	w := d.watchLocked()
+	if w == nil || !w.armed || d.closing {
 		return
 	}
 	w.armed, w.queued = false, true
@@ -177,8 +178,8 @@ func (l *ReadyList) Next(ctx context.Context) (any, error) {
 			}
 		}
 		d.mu.Lock()
-		w := &d.watch
-		if w.list != l || !w.queued || d.closing {
+		w := d.watchLocked()
+		if w == nil || w.list != l || !w.queued || d.closing {
 			d.mu.Unlock() // unwatched or closed since it was queued
 			continue
 		}

@@ -3,6 +3,7 @@
 package pollfd
 
 import (
+	"math"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -72,7 +73,10 @@ func (s *shard) open(fd int) (*Desc, error) {
 	if s.closed.Load() {
 		return nil, os.ErrClosed
 	}
-	d := &Desc{shard: s, fd: fd}
+	if fd < 0 || fd > math.MaxInt32 { // no such descriptor number (EBADF, as epoll_ctl says)
+		return nil, os.NewSyscallError("epoll_ctl", unix.EBADF)
+	}
+	d := &Desc{shard: s, fd: int32(fd)}
 	if !s.table.insert(d) {
 		return nil, os.NewSyscallError("epoll_ctl", unix.ENOSPC)
 	}

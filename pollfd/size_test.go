@@ -1,0 +1,17 @@
+//go:build linux
+
+package pollfd
+
+import (
+	"testing"
+	"unsafe"
+)
+
+// TestDescSize keeps a Desc in the 128-byte size class: an idle server
+// holds one per connection, and what few descriptors need lives in
+// descExt (gate.go).
+func TestDescSize(t *testing.T) {
+	if got := unsafe.Sizeof(Desc{}); got > 128 {
+		t.Fatalf("Desc is %d bytes, want at most 128 (move what is rarely used to descExt)", got)
+	}
+}
