@@ -46,7 +46,7 @@ type descriptor struct {
 	destroyed  sync.WaitGroup // Done by destroy; Close waits on it
 	cleanup    runtime.Cleanup
 
-	iovecs []unix.Iovec // Writev's cache, guarded by the write lock
+	iovecs *[]unix.Iovec // Writev's cache, made on first use, guarded by the write lock
 }
 
 // anyShard lets the poller choose the shard (round-robin).
@@ -64,12 +64,16 @@ const maxRW = 1 << 30
 //
 // shard picks the poller shard (pollfd.Poller.OpenShard); anyShard spreads.
 func newDescriptor(sysfd int, p *pollfd.Poller, shard int, pollable, isFile, isStream, zeroReadIsEOF bool) (*descriptor, error) {
-	fd := &descriptor{
-		sysfd:         sysfd,
-		isFile:        isFile,
-		isStream:      isStream,
-		zeroReadIsEOF: zeroReadIsEOF,
-	}
+	fd := new(descriptor)
+	return fd, fd.init(sysfd, p, shard, pollable, isFile, isStream, zeroReadIsEOF)
+}
+
+// init is newDescriptor on a zero descriptor in place: a socket's lives in
+// its netFD, one allocation for both (an idle server holds one per
+// connection).
+func (fd *descriptor) init(sysfd int, p *pollfd.Poller, shard int, pollable, isFile, isStream, zeroReadIsEOF bool) error {
+	fd.sysfd = sysfd
+	fd.isFile, fd.isStream, fd.zeroReadIsEOF = isFile, isStream, zeroReadIsEOF
 	fd.destroyed.Add(1)
 	var err error
 	switch {
@@ -84,8 +88,9 @@ func newDescriptor(sysfd int, p *pollfd.Poller, shard int, pollable, isFile, isS
 	// A descriptor dropped without Close is closed by the collector, as
 	// os and net do with finalizers. The cleanup holds what it needs, not
 	// fd, so fd can be collected; methods keep fd alive while they run.
+	// (When fd is inside a netFD, the cleanup is the netFD's.)
 	fd.cleanup = runtime.AddCleanup(fd, closeLeaked, leaked{sysfd, fd.pd})
-	return fd, err
+	return err
 }
 
 type leaked struct {

@@ -18,8 +18,8 @@ const maxIovecs = 1024
 // buffer in *v, in batches of at most 1024 non-empty buffers (a buffer over
 // 1 GiB on a stream ends its batch at 1 GiB), looping on partial writes and
 // EAGAIN. It consumes *v as it goes, so on error *v holds what was not
-// written. The iovec array is cached per descriptor: no allocation after
-// the first call.
+// written. The iovec array is cached per descriptor, as internal/poll
+// does: no allocation after the first call.
 func (fd *descriptor) Writev(v *[][]byte) (int64, error) {
 	if err := fd.writeLock(); err != nil {
 		return 0, err
@@ -28,10 +28,13 @@ func (fd *descriptor) Writev(v *[][]byte) (int64, error) {
 	if err := fd.prepare(pollfd.ModeWrite); err != nil {
 		return 0, err
 	}
+	if fd.iovecs == nil {
+		fd.iovecs = new([]unix.Iovec)
+	}
 	var n int64
 	var err error
 	for len(*v) > 0 {
-		iovecs := fd.iovecs[:0]
+		iovecs := (*fd.iovecs)[:0]
 		for _, chunk := range *v {
 			if len(chunk) == 0 {
 				continue
@@ -51,7 +54,7 @@ func (fd *descriptor) Writev(v *[][]byte) (int64, error) {
 		if len(iovecs) == 0 {
 			break
 		}
-		fd.iovecs = iovecs
+		*fd.iovecs = iovecs
 		var wrote uintptr
 		wrote, err = writev(fd.sysfd, iovecs)
 		if wrote == ^uintptr(0) {

@@ -105,7 +105,7 @@ func (c *IPConn) WriteToIP(b []byte, addr *net.IPAddr) (int, error) {
 	case addr == nil:
 		err = errMissingAddress
 	default:
-		if sa, err = addrToSockaddr(c.fd.family, addr); err == nil {
+		if sa, err = addrToSockaddr(int(c.fd.family), addr); err == nil {
 			n, err = c.fd.pfd.WriteTo(b, sa)
 			err = wrapSyscallError("sendto", err)
 		}
@@ -142,7 +142,7 @@ func (c *IPConn) WriteMsgIP(b, oob []byte, addr *net.IPAddr) (n, oobn int, err e
 		err = errMissingAddress
 	default:
 		var sa unix.Sockaddr
-		if sa, err = addrToSockaddr(c.fd.family, addr); err == nil {
+		if sa, err = addrToSockaddr(int(c.fd.family), addr); err == nil {
 			n, oobn, err = c.fd.pfd.WriteMsg(b, oob, sa)
 			err = wrapSyscallError("sendmsg", err)
 		}

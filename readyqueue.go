@@ -24,21 +24,21 @@ func (c *conn) descriptor() *descriptor {
 	if !c.ok() {
 		return nil
 	}
-	return c.fd.pfd
+	return &c.fd.pfd
 }
 
 func (l *TCPListener) descriptor() *descriptor {
 	if !l.ok() {
 		return nil
 	}
-	return l.fd.pfd
+	return &l.fd.pfd
 }
 
 func (l *UnixListener) descriptor() *descriptor {
 	if !l.ok() {
 		return nil
 	}
-	return l.fd.pfd
+	return &l.fd.pfd
 }
 
 func (f *File) descriptor() *descriptor {

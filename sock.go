@@ -19,9 +19,9 @@ import (
 
 // netFD is a socket: the descriptor plus what net's netFD keeps beside it.
 type netFD struct {
-	pfd    *descriptor
-	family int
-	sotype int
+	pfd    descriptor // in place: one allocation per socket
+	family int32      // int32, as sotype: netFD fits the 144-byte size class
+	sotype int32
 	net    string // the network the caller named ("tcp", "unix", …)
 	laddr  net.Addr
 	raddr  net.Addr
@@ -39,13 +39,13 @@ func newNetFD(sysfd, family, sotype int, network string, p *pollfd.Poller, shard
 	if p == nil {
 		p = pollfd.Default()
 	}
-	pfd, err := newDescriptor(sysfd, p, shard, true, false,
-		sotype == unix.SOCK_STREAM, sotype != unix.SOCK_DGRAM && sotype != unix.SOCK_RAW)
-	if err != nil {
-		pfd.Close()
+	fd := &netFD{family: int32(family), sotype: int32(sotype), net: network}
+	if err := fd.pfd.init(sysfd, p, shard, true, false,
+		sotype == unix.SOCK_STREAM, sotype != unix.SOCK_DGRAM && sotype != unix.SOCK_RAW); err != nil {
+		fd.pfd.Close()
 		return nil, err
 	}
-	return &netFD{pfd: pfd, family: family, sotype: sotype, net: network}, nil
+	return fd, nil
 }
 
 // sysSocket wraps socket(2) with SOCK_NONBLOCK|SOCK_CLOEXEC.
@@ -142,7 +142,7 @@ func (fd *netFD) control(ctx context.Context, cfg socketConfig, addr net.Addr) e
 	return cfg.control(ctx, fd.ctrlNetwork(), s, newRawConn(fd))
 }
 
-func (fd *netFD) addr(sa unix.Sockaddr) net.Addr { return sockaddrToAddr(fd.sotype, fd.net, sa) }
+func (fd *netFD) addr(sa unix.Sockaddr) net.Addr { return sockaddrToAddr(int(fd.sotype), fd.net, sa) }
 
 // listenStream: SO_REUSEADDR (on every stream listener, Unix ones
 // included, as net's setDefaultListenerSockopts), Control, bind, listen.
@@ -151,7 +151,7 @@ func (fd *netFD) listenStream(ctx context.Context, laddr net.Addr, cfg socketCon
 	if err := unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
 		return os.NewSyscallError("setsockopt", err)
 	}
-	lsa, err := addrToSockaddr(fd.family, laddr)
+	lsa, err := addrToSockaddr(int(fd.family), laddr)
 	if err != nil {
 		return err
 	}
@@ -197,7 +197,7 @@ func (fd *netFD) listenDatagram(ctx context.Context, laddr net.Addr, cfg socketC
 		}
 		laddr = &wild
 	}
-	lsa, err := addrToSockaddr(fd.family, laddr)
+	lsa, err := addrToSockaddr(int(fd.family), laddr)
 	if err != nil {
 		return err
 	}
@@ -227,7 +227,7 @@ func (fd *netFD) dial(ctx context.Context, laddr, raddr net.Addr, cfg socketConf
 		return err
 	}
 	if laddr != nil {
-		lsa, err := addrToSockaddr(fd.family, laddr)
+		lsa, err := addrToSockaddr(int(fd.family), laddr)
 		if err != nil {
 			return err
 		}
@@ -238,7 +238,7 @@ func (fd *netFD) dial(ctx context.Context, laddr, raddr net.Addr, cfg socketConf
 		}
 	}
 	if raddr != nil {
-		rsa, err := addrToSockaddr(fd.family, raddr)
+		rsa, err := addrToSockaddr(int(fd.family), raddr)
 		if err != nil {
 			return err
 		}
@@ -264,7 +264,7 @@ var aLongTimeAgo = time.Unix(1, 0)
 // writability and read SO_ERROR, honouring ctx's deadline and
 // cancellation. It mirrors net's netFD.connect.
 func (fd *netFD) connect(ctx context.Context, ra unix.Sockaddr) (ret error) {
-	pfd := fd.pfd
+	pfd := &fd.pfd
 	// Forget the readiness reported when the socket was registered: the
 	// wait below is for the connect's own edge.
 	if err := pfd.prepare(pollfd.ModeWrite); err != nil {
@@ -351,7 +351,7 @@ func (fd *netFD) newAccepted(s int, rsa unix.Sockaddr) (*netFD, error) {
 	if fd.inheritShard {
 		shard = fd.pfd.pd.Shard()
 	}
-	nfd, err := newNetFD(s, fd.family, fd.sotype, fd.net, fd.pfd.pd.Poller(), shard)
+	nfd, err := newNetFD(s, int(fd.family), int(fd.sotype), fd.net, fd.pfd.pd.Poller(), shard)
 	if err != nil {
 		return nil, err
 	}

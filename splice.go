@@ -14,15 +14,15 @@ func spliceEnd(x any) *descriptor {
 	switch v := x.(type) {
 	case *TCPConn:
 		if v.ok() {
-			return v.fd.pfd
+			return &v.fd.pfd
 		}
 	case tcpConnWithoutWriteTo:
 		if v.ok() {
-			return v.fd.pfd
+			return &v.fd.pfd
 		}
 	case *UnixConn:
 		if v.ok() && v.fd.sotype == unix.SOCK_STREAM {
-			return v.fd.pfd
+			return &v.fd.pfd
 		}
 	case *File:
 		if v != nil && v.fd.pollable() {

@@ -168,7 +168,7 @@ func (c *TCPConn) ReadFrom(r io.Reader) (int64, error) {
 	if !c.ok() {
 		return 0, syscall.EINVAL
 	}
-	n, err, handled := spliceFrom(c.fd.pfd, r)
+	n, err, handled := spliceFrom(&c.fd.pfd, r)
 	if !handled {
 		n, err, handled = c.fd.sendFile(r)
 		if handled {
@@ -203,7 +203,7 @@ func (c *TCPConn) WriteTo(w io.Writer) (int64, error) {
 	handled := false
 	if uc, ok := w.(*UnixConn); ok {
 		if dst := spliceEnd(uc); dst != nil {
-			n, err, handled = Splice(dst, c.fd.pfd, 0)
+			n, err, handled = Splice(dst, &c.fd.pfd, 0)
 			err = wrapSyscallError("splice", err)
 		}
 	}

@@ -67,7 +67,7 @@ func (c *UDPConn) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
 	if err != nil {
 		return n, netip.AddrPort{}, c.opError("read", c.fd.raddr, wrapSyscallError("recvfrom", err))
 	}
-	return n, rawAddrPort(c.fd.family, &from), nil
+	return n, rawAddrPort(int(c.fd.family), &from), nil
 }
 
 // rawAddrPort converts a sender's raw sockaddr as net's UDP code does:
@@ -131,7 +131,7 @@ func (c *UDPConn) ReadMsgUDPAddrPort(b, oob []byte) (n, oobn, flags int, addr ne
 	}
 	var from unix.RawSockaddrAny
 	n, oobn, flags, err = c.fd.pfd.ReadMsgRaw(b, oob, 0, &from)
-	addr = rawAddrPort(c.fd.family, &from)
+	addr = rawAddrPort(int(c.fd.family), &from)
 	if err != nil {
 		err = c.opError("read", c.fd.raddr, wrapSyscallError("recvmsg", err))
 	}
@@ -158,7 +158,7 @@ func (c *UDPConn) writeTo(b []byte, addr *net.UDPAddr) (int, error) {
 	if addr == nil {
 		return 0, errMissingAddress
 	}
-	ap, err := ipToAddrPort(c.fd.family, addr.IP, 0, addr.Zone)
+	ap, err := ipToAddrPort(int(c.fd.family), addr.IP, 0, addr.Zone)
 	if err != nil {
 		return 0, err
 	}
@@ -168,7 +168,7 @@ func (c *UDPConn) writeTo(b []byte, addr *net.UDPAddr) (int, error) {
 	}
 	ap = netip.AddrPortFrom(ap.Addr(), uint16(addr.Port))
 	var sa rawInetSockaddr
-	if err := addrPortToRaw(c.fd.family, ap, &sa); err != nil {
+	if err := addrPortToRaw(int(c.fd.family), ap, &sa); err != nil {
 		return 0, err
 	}
 	n, err := c.fd.pfd.WriteToRaw(b, unsafe.Pointer(&sa.raw), sa.len)
@@ -225,7 +225,7 @@ func (c *UDPConn) writeToAddrPort(b []byte, addr netip.AddrPort) (int, error) {
 		return 0, errMissingAddress
 	}
 	var sa rawInetSockaddr
-	if err := addrPortToRaw(c.fd.family, addr, &sa); err != nil {
+	if err := addrPortToRaw(int(c.fd.family), addr, &sa); err != nil {
 		return 0, err
 	}
 	n, err := c.fd.pfd.WriteToRaw(b, unsafe.Pointer(&sa.raw), sa.len)
@@ -288,13 +288,13 @@ func (c *UDPConn) WriteMsgUDP(b, oob []byte, addr *net.UDPAddr) (n, oobn int, er
 		var sa rawInetSockaddr
 		var ap netip.AddrPort
 		if addr != nil {
-			ap, err = ipToAddrPort(c.fd.family, addr.IP, 0, addr.Zone)
+			ap, err = ipToAddrPort(int(c.fd.family), addr.IP, 0, addr.Zone)
 			if err == nil && (addr.Port < 0 || addr.Port > 0xFFFF) {
 				// As the unix.Sockaddr conversion inside sendmsg reports it.
 				err = wrapSyscallError("sendmsg", unix.EINVAL)
 			}
 			if err == nil {
-				err = addrPortToRaw(c.fd.family, netip.AddrPortFrom(ap.Addr(), uint16(addr.Port)), &sa)
+				err = addrPortToRaw(int(c.fd.family), netip.AddrPortFrom(ap.Addr(), uint16(addr.Port)), &sa)
 			}
 		}
 		if err == nil {
@@ -322,7 +322,7 @@ func (c *UDPConn) WriteMsgUDPAddrPort(b, oob []byte, addr netip.AddrPort) (n, oo
 	default:
 		var sa rawInetSockaddr
 		if addr.IsValid() {
-			err = addrPortToRaw(c.fd.family, addr, &sa)
+			err = addrPortToRaw(int(c.fd.family), addr, &sa)
 		}
 		if err == nil {
 			n, oobn, err = c.writeMsgRaw(b, oob, &sa)

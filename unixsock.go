@@ -52,7 +52,7 @@ func (c *UnixConn) opError(op string, addr net.Addr, err error) error {
 // sender is nil, as net reports it.
 func (c *UnixConn) unixAddrOf(sa unix.Sockaddr) *net.UnixAddr {
 	if sa, ok := sa.(*unix.SockaddrUnix); ok && sa.Name != "" {
-		return &net.UnixAddr{Name: sa.Name, Net: sotypeToUnixNet(c.fd.sotype)}
+		return &net.UnixAddr{Name: sa.Name, Net: sotypeToUnixNet(int(c.fd.sotype))}
 	}
 	return nil
 }
@@ -120,7 +120,7 @@ func (c *UnixConn) WriteToUnix(b []byte, addr *net.UnixAddr) (int, error) {
 		err = net.ErrWriteToConnected
 	case addr == nil:
 		err = errMissingAddress
-	case addr.Net != sotypeToUnixNet(c.fd.sotype):
+	case addr.Net != sotypeToUnixNet(int(c.fd.sotype)):
 		err = syscall.EAFNOSUPPORT
 	default:
 		n, err = c.fd.pfd.WriteTo(b, &unix.SockaddrUnix{Name: addr.Name})
@@ -157,7 +157,7 @@ func (c *UnixConn) WriteMsgUnix(b, oob []byte, addr *net.UnixAddr) (n, oobn int,
 	switch {
 	case c.fd.sotype == unix.SOCK_DGRAM && c.fd.isConnected:
 		err = net.ErrWriteToConnected
-	case addr != nil && addr.Net != sotypeToUnixNet(c.fd.sotype):
+	case addr != nil && addr.Net != sotypeToUnixNet(int(c.fd.sotype)):
 		err = syscall.EAFNOSUPPORT
 	default:
 		if addr != nil {
