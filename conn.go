@@ -54,7 +54,7 @@ var ioOpNames = [...]struct{ op, call string }{
 //go:noinline
 func (fd *netFD) ioError(op ioOp, err error) error {
 	n := ioOpNames[op]
-	return &net.OpError{Op: n.op, Net: fd.net, Source: fd.laddr, Addr: fd.raddr, Err: wrapSyscallError(n.call, err)}
+	return &net.OpError{Op: n.op, Net: fd.net, Source: fd.localAddr(), Addr: fd.raddr, Err: wrapSyscallError(n.call, err)}
 }
 
 // Read implements net.Conn (read(2)). At end of stream it returns a bare
@@ -100,7 +100,7 @@ func (c *conn) LocalAddr() net.Addr {
 	if !c.ok() {
 		return nil
 	}
-	return c.fd.laddr
+	return c.fd.localAddr()
 }
 
 // RemoteAddr returns the remote address.
@@ -125,7 +125,7 @@ func (c *conn) setDeadline(t time.Time, mode pollfd.Mode) error {
 		return syscall.EINVAL
 	}
 	if err := c.fd.pfd.SetDeadline(t, mode); err != nil {
-		return &net.OpError{Op: "set", Net: c.fd.net, Addr: c.fd.laddr, Err: err}
+		return &net.OpError{Op: "set", Net: c.fd.net, Addr: c.fd.localAddr(), Err: err}
 	}
 	return nil
 }
@@ -145,7 +145,7 @@ func (c *conn) setsockoptBuffer(opt, bytes int) error {
 		return syscall.EINVAL
 	}
 	if err := c.fd.setsockoptInt(unix.SOL_SOCKET, opt, bytes); err != nil {
-		return &net.OpError{Op: "set", Net: c.fd.net, Addr: c.fd.laddr, Err: err}
+		return &net.OpError{Op: "set", Net: c.fd.net, Addr: c.fd.localAddr(), Err: err}
 	}
 	return nil
 }
@@ -170,7 +170,7 @@ func (c *conn) File() (*os.File, error) {
 	}
 	f, err := c.fd.dupFile()
 	if err != nil {
-		return nil, &net.OpError{Op: "file", Net: c.fd.net, Source: c.fd.laddr, Addr: c.fd.raddr, Err: err}
+		return nil, &net.OpError{Op: "file", Net: c.fd.net, Source: c.fd.localAddr(), Addr: c.fd.raddr, Err: err}
 	}
 	return f, nil
 }
@@ -194,7 +194,7 @@ func (fd *netFD) dupFile() (*os.File, error) {
 		}
 		return nil, err
 	}
-	name := fd.net + ":" + addrString(fd.laddr) + "->" + addrString(fd.raddr)
+	name := fd.net + ":" + addrString(fd.localAddr()) + "->" + addrString(fd.raddr)
 	return os.NewFile(uintptr(nfd), name), nil
 }
 

@@ -89,22 +89,23 @@ func (fd *descriptor) init(sysfd int, p *pollfd.Poller, shard int, pollable, isF
 	// os and net do with finalizers. The cleanup holds what it needs, not
 	// fd, so fd can be collected; methods keep fd alive while they run.
 	// (When fd is inside a netFD, the cleanup is the netFD's.)
-	fd.cleanup = runtime.AddCleanup(fd, closeLeaked, leaked{sysfd, fd.pd})
+	// The argument is the Desc alone when there is one (it knows the
+	// number): a pointer the runtime boxes in 8 bytes, not 16.
+	if fd.pd != nil {
+		fd.cleanup = runtime.AddCleanup(fd, closeLeakedDesc, fd.pd)
+	} else {
+		fd.cleanup = runtime.AddCleanup(fd, closeLeakedFd, sysfd)
+	}
 	return err
 }
 
-type leaked struct {
-	sysfd int
-	pd    *pollfd.Desc
+func closeLeakedDesc(pd *pollfd.Desc) {
+	pd.Unblock()
+	pd.Close()
+	unix.Close(pd.Fd())
 }
 
-func closeLeaked(l leaked) {
-	if l.pd != nil {
-		l.pd.Unblock()
-		l.pd.Close()
-	}
-	unix.Close(l.sysfd)
-}
+func closeLeakedFd(sysfd int) { unix.Close(sysfd) }
 
 // destroy runs when the last reference goes: unregister, then close.
 func (fd *descriptor) destroy() error {

@@ -20,7 +20,7 @@ func FileConn(f *os.File) (net.Conn, error) {
 	if err != nil {
 		return nil, fileOpError(f, err)
 	}
-	switch fd.laddr.(type) {
+	switch fd.localAddr().(type) {
 	case *net.TCPAddr:
 		return newTCPConn(fd, defaultKeepAliveIdle, net.KeepAliveConfig{}), nil
 	case *net.UDPAddr:
@@ -44,7 +44,7 @@ func FilePacketConn(f *os.File) (net.PacketConn, error) {
 	if err != nil {
 		return nil, fileOpError(f, err)
 	}
-	switch fd.laddr.(type) {
+	switch fd.localAddr().(type) {
 	case *net.UDPAddr:
 		return newUDPConn(fd), nil
 	case *net.IPAddr:
@@ -64,7 +64,7 @@ func FileListener(f *os.File) (net.Listener, error) {
 	if err != nil {
 		return nil, fileOpError(f, err)
 	}
-	switch laddr := fd.laddr.(type) {
+	switch laddr := fd.localAddr().(type) {
 	case *net.TCPAddr:
 		return &TCPListener{fd: fd}, nil
 	case *net.UnixAddr:
@@ -137,7 +137,8 @@ func newFileNetFD(f *os.File) (*netFD, error) {
 	if err != nil {
 		return nil, err
 	}
-	fd.laddr, fd.raddr = fd.addr(lsa), fd.addr(rsa)
+	fd.setLocalAddr(fd.addr(lsa))
+	fd.raddr = fd.addr(rsa)
 	return fd, nil
 }
 

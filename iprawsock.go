@@ -21,7 +21,7 @@ type IPConn struct {
 func newIPConn(fd *netFD) *IPConn { return &IPConn{conn{fd}} }
 
 func (c *IPConn) opError(op string, addr net.Addr, err error) error {
-	return &net.OpError{Op: op, Net: c.fd.net, Source: c.fd.laddr, Addr: addr, Err: err}
+	return &net.OpError{Op: op, Net: c.fd.net, Source: c.fd.localAddr(), Addr: addr, Err: err}
 }
 
 // ipAddrOf converts a sender address; nil for none.

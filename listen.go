@@ -206,7 +206,7 @@ func (lc *ListenConfig) listenUnix(ctx context.Context, network string, laddr *n
 		return nil, err
 	}
 	path := ""
-	if a, ok := fd.laddr.(*net.UnixAddr); ok {
+	if a, ok := fd.localAddr().(*net.UnixAddr); ok {
 		path = a.Name
 	}
 	return &UnixListener{fd: fd, path: path, unlink: true}, nil

@@ -16,7 +16,7 @@ func newRawConn(fd *netFD) syscall.RawConn { return &sockRawConn{fd} }
 // Control calls f with the socket's descriptor (no locks beyond a reference).
 func (c *sockRawConn) Control(f func(uintptr)) error {
 	if err := c.fd.pfd.RawControl(f); err != nil {
-		return &net.OpError{Op: "raw-control", Net: c.fd.net, Addr: c.fd.laddr, Err: err}
+		return &net.OpError{Op: "raw-control", Net: c.fd.net, Addr: c.fd.localAddr(), Err: err}
 	}
 	return nil
 }
@@ -24,7 +24,7 @@ func (c *sockRawConn) Control(f func(uintptr)) error {
 // Read calls f until it returns true, waiting for readability in between.
 func (c *sockRawConn) Read(f func(uintptr) bool) error {
 	if err := c.fd.pfd.RawRead(f); err != nil {
-		return &net.OpError{Op: "raw-read", Net: c.fd.net, Source: c.fd.laddr, Addr: c.fd.raddr, Err: err}
+		return &net.OpError{Op: "raw-read", Net: c.fd.net, Source: c.fd.localAddr(), Addr: c.fd.raddr, Err: err}
 	}
 	return nil
 }
@@ -32,7 +32,7 @@ func (c *sockRawConn) Read(f func(uintptr) bool) error {
 // Write calls f until it returns true, waiting for writability in between.
 func (c *sockRawConn) Write(f func(uintptr) bool) error {
 	if err := c.fd.pfd.RawWrite(f); err != nil {
-		return &net.OpError{Op: "raw-write", Net: c.fd.net, Source: c.fd.laddr, Addr: c.fd.raddr, Err: err}
+		return &net.OpError{Op: "raw-write", Net: c.fd.net, Source: c.fd.localAddr(), Addr: c.fd.raddr, Err: err}
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -22,11 +23,15 @@ type netFD struct {
 	pfd    descriptor // in place: one allocation per socket
 	family int32      // int32, as sotype: netFD fits the 144-byte size class
 	sotype int32
-	net    string // the network the caller named ("tcp", "unix", …)
-	laddr  net.Addr
+	net    string       // the network the caller named ("tcp", "unix", …)
+	laddr  atomic.Value // the local net.Addr; read it with localAddr
 	raddr  net.Addr
 
 	isConnected bool // dialed with a peer address: WriteTo is refused (net's rule)
+
+	// lazyLocal: the local address is learnt when first asked for
+	// (localaddr.go), not at accept.
+	lazyLocal bool
 
 	// inheritShard: accepted connections go on this listener's poller
 	// shard (ListenGroup), instead of being spread.
@@ -177,7 +182,7 @@ func (fd *netFD) listenStream(ctx context.Context, laddr net.Addr, cfg socketCon
 		return os.NewSyscallError("listen", err)
 	}
 	lsa, _ = unix.Getsockname(s)
-	fd.laddr = fd.addr(lsa)
+	fd.setLocalAddr(fd.addr(lsa))
 	return nil
 }
 
@@ -213,7 +218,7 @@ func (fd *netFD) listenDatagram(ctx context.Context, laddr net.Addr, cfg socketC
 		}
 	}
 	lsa, _ = unix.Getsockname(fd.pfd.sysfd)
-	fd.laddr = fd.addr(lsa)
+	fd.setLocalAddr(fd.addr(lsa))
 	return nil
 }
 
@@ -250,7 +255,8 @@ func (fd *netFD) dial(ctx context.Context, laddr, raddr net.Addr, cfg socketConf
 	// The remote address is the peer the kernel reports or, failing that
 	// (a UDP "connect" to port 0), the address as resolved, as net does.
 	lsa, _ := unix.Getsockname(fd.pfd.sysfd)
-	fd.laddr, fd.raddr = fd.addr(lsa), raddr
+	fd.setLocalAddr(fd.addr(lsa))
+	fd.raddr = raddr
 	if peer, err := unix.Getpeername(fd.pfd.sysfd); err == nil {
 		fd.raddr = fd.addr(peer)
 	}
@@ -328,8 +334,14 @@ func (fd *netFD) connect(ctx context.Context, ra unix.Sockaddr) (ret error) {
 	}
 }
 
-// Close closes the socket.
-func (fd *netFD) Close() error { return fd.pfd.Close() }
+// Close closes the socket, learning its local address first if it is
+// still to be learnt (localaddr.go).
+func (fd *netFD) Close() error {
+	if fd.lazyLocal {
+		fd.localAddr()
+	}
+	return fd.pfd.Close()
+}
 
 // shutdown wraps shutdown(2).
 func (fd *netFD) shutdown(how int) error {
@@ -355,8 +367,8 @@ func (fd *netFD) newAccepted(s int, rsa unix.Sockaddr) (*netFD, error) {
 	if err != nil {
 		return nil, err
 	}
-	lsa, _ := unix.Getsockname(s)
-	nfd.laddr, nfd.raddr = nfd.addr(lsa), nfd.addr(rsa)
+	nfd.raddr = nfd.addr(rsa)
+	nfd.lazyLocal = true // getsockname(2) when asked (localaddr.go)
 	return nfd, nil
 }
 

@@ -42,7 +42,7 @@ func newTCPConn(fd *netFD, keepAliveIdle time.Duration, cfg net.KeepAliveConfig)
 }
 
 func (c *TCPConn) opError(op string, err error) error {
-	return &net.OpError{Op: op, Net: c.fd.net, Source: c.fd.laddr, Addr: c.fd.raddr, Err: err}
+	return &net.OpError{Op: op, Net: c.fd.net, Source: c.fd.localAddr(), Addr: c.fd.raddr, Err: err}
 }
 
 // CloseRead shuts down the reading side (shutdown(2) SHUT_RD).
@@ -252,7 +252,7 @@ type TCPListener struct {
 func (l *TCPListener) ok() bool { return l != nil && l.fd != nil }
 
 func (l *TCPListener) opError(op string, err error) error {
-	return &net.OpError{Op: op, Net: l.fd.net, Addr: l.fd.laddr, Err: err}
+	return &net.OpError{Op: op, Net: l.fd.net, Addr: l.fd.localAddr(), Err: err}
 }
 
 // Accept waits for and returns the next connection (accept4(2)).
@@ -288,7 +288,7 @@ func (l *TCPListener) Close() error {
 }
 
 // Addr returns the listener's address.
-func (l *TCPListener) Addr() net.Addr { return l.fd.laddr }
+func (l *TCPListener) Addr() net.Addr { return l.fd.localAddr() }
 
 // SetDeadline sets the deadline for Accept. As net's, its errors are not
 // wrapped.

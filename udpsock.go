@@ -22,7 +22,7 @@ type UDPConn struct {
 func newUDPConn(fd *netFD) *UDPConn { return &UDPConn{conn{fd}} }
 
 func (c *UDPConn) opError(op string, addr net.Addr, err error) error {
-	return &net.OpError{Op: op, Net: c.fd.net, Source: c.fd.laddr, Addr: addr, Err: err}
+	return &net.OpError{Op: op, Net: c.fd.net, Source: c.fd.localAddr(), Addr: addr, Err: err}
 }
 
 // udpAddrOf converts a sender address; nil for none.

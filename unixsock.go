@@ -28,7 +28,7 @@ func (c *UnixConn) CloseRead() error {
 		return syscall.EINVAL
 	}
 	if err := c.fd.shutdown(unix.SHUT_RD); err != nil {
-		return &net.OpError{Op: "close", Net: c.fd.net, Source: c.fd.laddr, Addr: c.fd.raddr, Err: err}
+		return &net.OpError{Op: "close", Net: c.fd.net, Source: c.fd.localAddr(), Addr: c.fd.raddr, Err: err}
 	}
 	return nil
 }
@@ -39,13 +39,13 @@ func (c *UnixConn) CloseWrite() error {
 		return syscall.EINVAL
 	}
 	if err := c.fd.shutdown(unix.SHUT_WR); err != nil {
-		return &net.OpError{Op: "close", Net: c.fd.net, Source: c.fd.laddr, Addr: c.fd.raddr, Err: err}
+		return &net.OpError{Op: "close", Net: c.fd.net, Source: c.fd.localAddr(), Addr: c.fd.raddr, Err: err}
 	}
 	return nil
 }
 
 func (c *UnixConn) opError(op string, addr net.Addr, err error) error {
-	return &net.OpError{Op: op, Net: c.fd.net, Source: c.fd.laddr, Addr: addr, Err: err}
+	return &net.OpError{Op: op, Net: c.fd.net, Source: c.fd.localAddr(), Addr: addr, Err: err}
 }
 
 // unixAddrOf turns a sender address into a *net.UnixAddr; an unnamed
@@ -184,7 +184,7 @@ type UnixListener struct {
 func (l *UnixListener) ok() bool { return l != nil && l.fd != nil }
 
 func (l *UnixListener) opError(op string, err error) error {
-	return &net.OpError{Op: op, Net: l.fd.net, Addr: l.fd.laddr, Err: err}
+	return &net.OpError{Op: op, Net: l.fd.net, Addr: l.fd.localAddr(), Err: err}
 }
 
 // Accept waits for and returns the next connection (accept4(2)), as
@@ -230,7 +230,7 @@ func (l *UnixListener) Close() error {
 
 // Addr returns the listener's address, as net's (no syscall: recorded at
 // Listen).
-func (l *UnixListener) Addr() net.Addr { return l.fd.laddr }
+func (l *UnixListener) Addr() net.Addr { return l.fd.localAddr() }
 
 // SetDeadline sets the deadline for Accept, on the poller (no syscall);
 // errors are not wrapped, as net's.

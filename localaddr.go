@@ -1,0 +1,50 @@
+//go:build linux
+
+package gatenet
+
+import (
+	"net"
+
+	"golang.org/x/sys/unix"
+)
+
+// A socket's local address. net asks getsockname(2) for it at every
+// accept; gatenet asks when the address is first wanted (LocalAddr, an
+// error that names it), so an idle accepted connection holds no address
+// and makes one system call fewer until then. Close asks before the number
+// goes, so LocalAddr answers after Close, as net's does. The local address
+// of an accepted stream socket never changes, so asking later gives what
+// asking at accept would have.
+//
+// fd.laddr is written once (CompareAndSwap from empty) and read
+// atomically: LocalAddr may race with anything, Close included.
+
+// setLocalAddr records the local address of a socket whose address is
+// known when it is made. A nil address (getsockname failed) stays unset:
+// localAddr then returns nil, as net's LocalAddr does.
+func (fd *netFD) setLocalAddr(a net.Addr) {
+	if a != nil {
+		fd.laddr.Store(a)
+	}
+}
+
+// localAddr returns the local address, learning it first if needed.
+func (fd *netFD) localAddr() net.Addr {
+	if a, ok := fd.laddr.Load().(net.Addr); ok || !fd.lazyLocal {
+		return a
+	}
+	// A reference keeps the number from being closed, and reused, under
+	// getsockname. Without one the socket is closed, and its Close, which
+	// learns the address before it marks the socket closed, has stored it.
+	if fd.pfd.incref() == nil {
+		sa, err := unix.Getsockname(fd.pfd.sysfd)
+		fd.pfd.decref()
+		if err == nil {
+			if a := fd.addr(sa); a != nil {
+				fd.laddr.CompareAndSwap(nil, a)
+			}
+		}
+	}
+	a, _ := fd.laddr.Load().(net.Addr)
+	return a
+}

@@ -1,0 +1,121 @@
+//go:build linux
+
+package gatenet_test
+
+import (
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// localAddrObs is what an accepted conn says of its local address, asked
+// for the first time before or only after Close.
+type localAddrObs struct {
+	Type, Network     string
+	SameAsClientsPeer bool // LocalAddr().String() == the dialer's RemoteAddr().String()
+}
+
+// TestSockLocalAddrAccepted: gatenet learns an accepted conn's local
+// address when first asked (localaddr.go) where net asks at accept. Asked
+// before Close, after Close only, or on a listener bound to the wildcard
+// address (the conn's address is the specific one the client dialled), it
+// must say exactly what net's does.
+func TestSockLocalAddrAccepted(t *testing.T) {
+	cases := []struct{ network, address string }{
+		{"tcp4", "127.0.0.1:0"},
+		{"tcp6", "[::1]:0"},
+		{"tcp", ":0"}, // the wildcard: the conn's local address is 127.0.0.1 or ::1
+		{"unix", ""},
+		{"unixpacket", ""},
+	}
+	for _, tc := range cases {
+		for _, askBefore := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/%s/askBeforeClose=%v", tc.network, tc.address, askBefore), func(t *testing.T) {
+				sockParity(t, func(t *testing.T, s sockStack) localAddrObs {
+					address := tc.address
+					if address == "" {
+						address = sockAddress(t, tc.network)
+					}
+					ln, err := s.Listen(tc.network, address)
+					require.NoError(t, err)
+					defer ln.Close()
+					dialAddr := ln.Addr().String()
+					if tc.address == ":0" {
+						dialAddr = net.JoinHostPort("127.0.0.1", fmt.Sprint(ln.Addr().(*net.TCPAddr).Port))
+					}
+					client, server := sockConnectTo(t, s, ln, dialAddr)
+					var before string
+					if askBefore {
+						before = server.LocalAddr().String()
+					}
+					require.NoError(t, server.Close())
+					la := server.LocalAddr()
+					require.NotNil(t, la, "LocalAddr after Close")
+					if askBefore {
+						require.Equal(t, before, la.String(), "the address changed at Close")
+					}
+					return localAddrObs{
+						Type:              fmt.Sprintf("%T", la),
+						Network:           la.Network(),
+						SameAsClientsPeer: la.String() == client.RemoteAddr().String(),
+					}
+				}, func(t *testing.T, s sockStack, obs localAddrObs) {
+					if tc.network != "unix" && tc.network != "unixpacket" {
+						require.True(t, obs.SameAsClientsPeer, "%s: LocalAddr is not what the client dialled", s.Name)
+					}
+				})
+			})
+		}
+	}
+}
+
+// sockConnectTo is sockConnect dialling address instead of ln's own.
+func sockConnectTo(t *testing.T, s sockStack, ln net.Listener, address string) (client, server net.Conn) {
+	t.Helper()
+	type accepted struct {
+		c   net.Conn
+		err error
+	}
+	ch := make(chan accepted, 1)
+	go func() {
+		c, err := ln.Accept()
+		ch <- accepted{c, err}
+	}()
+	client, err := s.Dial(ln.Addr().Network(), address)
+	require.NoError(t, err)
+	t.Cleanup(func() { client.Close() })
+	a := <-ch
+	require.NoError(t, a.err)
+	t.Cleanup(func() { a.c.Close() })
+	return client, a.c
+}
+
+// TestSockLocalAddrRacesClose: LocalAddr from many goroutines at once, one
+// of them closing the conn meanwhile, always gets the one address (run
+// under -race: the address is learnt once, atomically, and never through
+// a number Close has let go of).
+func TestSockLocalAddrRacesClose(t *testing.T) {
+	for round := range 50 {
+		_, server, ln := sockPair(t, sockGatenetStack, "tcp4")
+		want := ln.Addr().String()
+		var wg sync.WaitGroup
+		got := make([]string, 8)
+		for i := range got {
+			wg.Go(func() {
+				if i == round%len(got) {
+					server.Close()
+				}
+				if a := server.LocalAddr(); a != nil {
+					got[i] = a.String()
+				}
+			})
+		}
+		wg.Wait()
+		for i, g := range got {
+			require.Equal(t, want, g, "round %d, goroutine %d", round, i)
+		}
+	}
+}
