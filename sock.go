@@ -20,12 +20,12 @@ import (
 
 // netFD is a socket: the descriptor plus what net's netFD keeps beside it.
 type netFD struct {
-	pfd    descriptor // in place: one allocation per socket
-	family int32      // int32, as sotype: netFD fits the 144-byte size class
-	sotype int32
-	net    string       // the network the caller named ("tcp", "unix", …)
-	laddr  atomic.Value // the local net.Addr; read it with localAddr
-	raddr  net.Addr
+	pfd descriptor // in place: one allocation per socket
+
+	// family to inheritShard fill one word, so that a netFD is 128 bytes
+	// (an idle server holds one per connection).
+	family int16
+	sotype int16
 
 	isConnected bool // dialed with a peer address: WriteTo is refused (net's rule)
 
@@ -36,6 +36,10 @@ type netFD struct {
 	// inheritShard: accepted connections go on this listener's poller
 	// shard (ListenGroup), instead of being spread.
 	inheritShard bool
+
+	net   string       // the network the caller named ("tcp", "unix", …)
+	laddr atomic.Value // the local net.Addr; read it with localAddr
+	raddr net.Addr
 }
 
 // newNetFD registers a socket with the poller. For sockets, unlike
@@ -44,7 +48,7 @@ func newNetFD(sysfd, family, sotype int, network string, p *pollfd.Poller, shard
 	if p == nil {
 		p = pollfd.Default()
 	}
-	fd := &netFD{family: int32(family), sotype: int32(sotype), net: network}
+	fd := &netFD{family: int16(family), sotype: int16(sotype), net: network}
 	if err := fd.pfd.init(sysfd, p, shard, true, false,
 		sotype == unix.SOCK_STREAM, sotype != unix.SOCK_DGRAM && sotype != unix.SOCK_RAW); err != nil {
 		fd.pfd.Close()
