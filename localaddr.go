@@ -9,12 +9,13 @@ import (
 )
 
 // A socket's local address. net asks getsockname(2) for it at every
-// accept; gatenet asks when the address is first wanted (LocalAddr, an
-// error that names it), so an idle accepted connection holds no address
-// and makes one system call fewer until then. Close asks before the number
-// goes, so LocalAddr answers after Close, as net's does. The local address
-// of an accepted stream socket never changes, so asking later gives what
-// asking at accept would have.
+// accept and connect; for a connected stream socket (accepted or dialled)
+// gatenet asks when the address is first wanted (LocalAddr, an error that
+// names it), so an idle connection holds no address and makes one system
+// call fewer until then. Close asks before the number goes, so LocalAddr
+// answers after Close, as net's does. A connected stream socket's local
+// address never changes, so asking later gives what asking at once would
+// have. Listeners and datagram sockets learn theirs when they are made.
 //
 // fd.laddr is written once (CompareAndSwap from empty) and read
 // atomically: LocalAddr may race with anything, Close included.

@@ -30,7 +30,7 @@ type netFD struct {
 	isConnected bool // dialed with a peer address: WriteTo is refused (net's rule)
 
 	// lazyLocal: the local address is learnt when first asked for
-	// (localaddr.go), not at accept.
+	// (localaddr.go), not at accept or connect.
 	lazyLocal bool
 
 	// inheritShard: accepted connections go on this listener's poller
@@ -256,10 +256,14 @@ func (fd *netFD) dial(ctx context.Context, laddr, raddr net.Addr, cfg socketConf
 		}
 		fd.isConnected = true
 	}
+	if fd.isConnected && fd.sotype != unix.SOCK_DGRAM && fd.sotype != unix.SOCK_RAW {
+		fd.lazyLocal = true // fixed by the connect: learnt when asked (localaddr.go)
+	} else {
+		lsa, _ := unix.Getsockname(fd.pfd.sysfd)
+		fd.setLocalAddr(fd.addr(lsa))
+	}
 	// The remote address is the peer the kernel reports or, failing that
 	// (a UDP "connect" to port 0), the address as resolved, as net does.
-	lsa, _ := unix.Getsockname(fd.pfd.sysfd)
-	fd.setLocalAddr(fd.addr(lsa))
 	fd.raddr = raddr
 	if peer, err := unix.Getpeername(fd.pfd.sysfd); err == nil {
 		fd.raddr = fd.addr(peer)
