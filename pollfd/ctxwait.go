@@ -47,15 +47,19 @@ package pollfd
 // (nor built on one) makes AfterFunc watch it with a goroutine, per
 // registration, not per wait.
 
-import "context"
+import (
+	"context"
+	"math"
+)
 
-// ctxGate is a gate's context registration.
+// ctxGate is a gate's context registration. 32 bytes: an idle server
+// with a context per connection holds two per connection.
 type ctxGate struct {
 	last     <-chan struct{} // the Done channel of the gate's last cancellable wait
-	perCall  bool            // contexts come one per call: select unless one repeats
-	uses     int             // waits the registration has served
 	done     <-chan struct{} // the registered context's Done channel
 	stop     func() bool     // context.AfterFunc's stop
+	uses     uint32          // waits the registration has served (saturating)
+	perCall  bool            // contexts come one per call: select unless one repeats
 	parked   bool            // the current park can be cancelled by it
 	canceled bool            // the registration's callback woke the park
 }
@@ -86,7 +90,9 @@ func (d *Desc) ctxGateFor(g *gate, ctx context.Context) *ctxGate {
 	cg.last = done
 	switch {
 	case cg.done == done:
-		cg.uses++
+		if cg.uses < math.MaxUint32 {
+			cg.uses++
+		}
 		return cg
 	case again:
 		cg.perCall = false // a context that came back: worth registering

@@ -14,4 +14,9 @@ func TestDescSize(t *testing.T) {
 	if got := unsafe.Sizeof(Desc{}); got > 128 {
 		t.Fatalf("Desc is %d bytes, want at most 128 (move what is rarely used to descExt)", got)
 	}
+	// And a context registration, two per connection when a server waits
+	// with its own context (ctxwait.go), in the 64-byte class.
+	if got := unsafe.Sizeof(descCtx{}); got > 64 {
+		t.Fatalf("descCtx is %d bytes, want at most 64", got)
+	}
 }
