@@ -258,6 +258,13 @@ func sockPair(t testing.TB, s sockStack, network string) (client, server net.Con
 // sockConnect dials ln with o and accepts; both conns are closed when t ends.
 func sockConnect(t testing.TB, s sockStack, ln net.Listener, o sockDialOpts) (client, server net.Conn) {
 	t.Helper()
+	return sockConnectTo(t, s, ln, o, ln.Addr().String())
+}
+
+// sockConnectTo is sockConnect dialling address (ln's port under another
+// name, say) instead of ln's own address.
+func sockConnectTo(t testing.TB, s sockStack, ln net.Listener, o sockDialOpts, address string) (client, server net.Conn) {
+	t.Helper()
 	type accepted struct {
 		c   net.Conn
 		err error
@@ -267,7 +274,7 @@ func sockConnect(t testing.TB, s sockStack, ln net.Listener, o sockDialOpts) (cl
 		c, err := ln.Accept()
 		ch <- accepted{c, err}
 	}()
-	client, err := s.DialWith(context.Background(), o, ln.Addr().Network(), ln.Addr().String())
+	client, err := s.DialWith(context.Background(), o, ln.Addr().Network(), address)
 	if err != nil {
 		ln.Close()
 		if a := <-ch; a.c != nil {

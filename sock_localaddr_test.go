@@ -47,7 +47,7 @@ func TestSockLocalAddrConnected(t *testing.T) {
 					if tc.address == ":0" {
 						dialAddr = net.JoinHostPort("127.0.0.1", fmt.Sprint(ln.Addr().(*net.TCPAddr).Port))
 					}
-					client, server := sockConnectTo(t, s, ln, dialAddr)
+					client, server := sockConnectTo(t, s, ln, sockDialOpts{}, dialAddr)
 					var before [2]string
 					if askBefore {
 						before = [2]string{server.LocalAddr().String(), client.LocalAddr().String()}
@@ -75,27 +75,6 @@ func TestSockLocalAddrConnected(t *testing.T) {
 			})
 		}
 	}
-}
-
-// sockConnectTo is sockConnect dialling address instead of ln's own.
-func sockConnectTo(t *testing.T, s sockStack, ln net.Listener, address string) (client, server net.Conn) {
-	t.Helper()
-	type accepted struct {
-		c   net.Conn
-		err error
-	}
-	ch := make(chan accepted, 1)
-	go func() {
-		c, err := ln.Accept()
-		ch <- accepted{c, err}
-	}()
-	client, err := s.Dial(ln.Addr().Network(), address)
-	require.NoError(t, err)
-	t.Cleanup(func() { client.Close() })
-	a := <-ch
-	require.NoError(t, a.err)
-	t.Cleanup(func() { a.c.Close() })
-	return client, a.c
 }
 
 // TestSockLocalAddrRacesClose: LocalAddr from many goroutines at once, one
