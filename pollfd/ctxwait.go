@@ -168,3 +168,107 @@ func (d *Desc) stopContextsLocked() (stops [2]func() bool) {
 	}
 	return
 }
+
+// waitCancelable is wait, abandoned (errDone) when ctx is done; ctx has a
+// Done channel (WaitContext sends the others to wait). A registered
+// context's park is inline, as wait's plain one is (gate.go, "Stack
+// depth"): a server's context is the usual one for an idle connection.
+func (d *Desc) waitCancelable(mode Mode, ctx context.Context) error {
+	g, err := d.beginWait(mode)
+	if err != nil {
+		return err
+	}
+	for {
+		if done, err := d.settleLocked(mode, g); done {
+			d.mu.Unlock()
+			return err
+		}
+		cg := d.ctxGateFor(g, ctx) // nil: this wait selects
+		if cg == nil || ctx.Err() != nil {
+			if done, err := d.parkOrAbandonLocked(mode, g, ctx, cg); done {
+				d.mu.Unlock()
+				return err
+			}
+			continue
+		}
+		g.sema.prepare()
+		cg.parked = true
+		g.waiting = true
+		d.mu.Unlock()
+		d.shard.stats.parks.Add(1)
+		g.sema.park()
+		d.mu.Lock()
+		cg.parked = false
+		if cg.canceled {
+			cg.canceled = false
+			if done, err := d.canceledLocked(mode, g); done {
+				d.mu.Unlock()
+				return err
+			}
+		}
+	}
+}
+
+// parkOrAbandonLocked is waitCancelable's less usual half: a registered
+// context that is already done abandons the wait; an unregistered one (a
+// context per call, cg nil) parks in a select on wake and the context's
+// Done channel. Called and returns with mu held; done when the wait is
+// over: errDone if the context ended it, or an error.
+func (d *Desc) parkOrAbandonLocked(mode Mode, g *gate, ctx context.Context, cg *ctxGate) (done bool, err error) {
+	if cg != nil { // registered, and ctx is done
+		d.shard.stats.canceled.Add(1)
+		return true, errDone
+	}
+	a := d.altLocked(g)
+	if a.wake == nil {
+		a.wake = make(chan struct{}, 1)
+	}
+	g.waiting, g.selected = true, true
+	d.mu.Unlock()
+	d.shard.stats.parks.Add(1)
+	if !d.parkOrDone(g, a.wake, ctx.Done()) { // returns with mu held
+		return false, nil
+	}
+	return d.canceledLocked(mode, g)
+}
+
+// canceledLocked decides a park the context ended: readiness that came
+// with the cancellation wins (not done: the loop consumes it), then an
+// error, then errDone. Called with mu held.
+func (d *Desc) canceledLocked(mode Mode, g *gate) (done bool, err error) {
+	if g.ready {
+		return false, nil
+	}
+	if err := d.check(mode, g); err != nil {
+		return true, err
+	}
+	return true, errDone
+}
+
+// parkOrDone parks on g's wake channel or until done closes, and returns
+// with mu held. It reports whether done won; then, if a waker had already
+// claimed the park, its token has been taken, so the next park starts
+// clean. Kept out of wait so that the select's frame is paid only
+// by waits that select (a parked goroutine's stack is most of an idle
+// connection's cost).
+func (d *Desc) parkOrDone(g *gate, wake chan struct{}, done <-chan struct{}) bool {
+	select {
+	case <-wake:
+		d.mu.Lock()
+		g.selected = false
+		return false
+	case <-done:
+	}
+	d.mu.Lock()
+	g.selected = false
+	if g.waiting {
+		// Nobody woke us: withdraw, and no token will come.
+		g.waiting = false
+		d.shard.stats.canceled.Add(1)
+		return true
+	}
+	// A waker cleared waiting and sent the token under mu, which we now
+	// hold: take it.
+	<-wake
+	return true
+}

@@ -187,3 +187,23 @@ func (d *Desc) parkInSlot(g *gate, s *parkSlot) {
 	}
 	d.mu.Unlock()
 }
+
+// parkInSlotLocked parks a wait no context can cancel in a park slot
+// (RuntimePark; the top of this file), if one is free. Called and returns
+// with mu held.
+func (d *Desc) parkInSlotLocked(g *gate) bool {
+	p := d.shard
+	slot := p.parkSlots.get()
+	if slot == nil {
+		return false
+	}
+	g.waiting, g.inSlot = true, true
+	d.altLocked(g).slot = slot
+	d.mu.Unlock()
+	p.stats.parks.Add(1)
+	p.stats.parksInSlot.Add(1)
+	d.parkInSlot(g, slot)
+	p.parkSlots.put(slot)
+	d.mu.Lock()
+	return true
+}
