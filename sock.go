@@ -419,7 +419,6 @@ var ipStack = sync.OnceValue(func() (caps struct{ ipv4, ipv6, ipv4map bool }) {
 })
 
 func supportsIPv4() bool    { return ipStack().ipv4 }
-func supportsIPv6() bool    { return ipStack().ipv6 }
 func supportsIPv4map() bool { return ipStack().ipv4map }
 
 // Socket types, named for the parsers.

@@ -4,7 +4,6 @@ package gatenet
 
 import (
 	"net"
-	"net/netip"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -195,15 +194,4 @@ func favoriteAddrFamily(network string, laddr, raddr net.Addr, listen bool) (fam
 		return unix.AF_INET, false
 	}
 	return unix.AF_INET6, false
-}
-
-// addrPortOf converts a TCP or UDP address for sorting and comparing.
-func addrPortOf(a net.Addr) netip.AddrPort {
-	switch a := a.(type) {
-	case *net.TCPAddr:
-		return a.AddrPort()
-	case *net.UDPAddr:
-		return a.AddrPort()
-	}
-	return netip.AddrPort{}
 }

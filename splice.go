@@ -59,11 +59,12 @@ func spliceFrom(dst *descriptor, r io.Reader) (int64, error, bool) {
 // that TCPConn.WriteTo can hand itself to io.Copy without recursing — and
 // still be recognised by spliceEnd, as net's spliceFrom recognises it.
 type tcpConnWithoutWriteTo struct {
-	noWriteTo
+	noWriteTo //lint:ignore U1000 used for its method, which hides TCPConn's
 	*TCPConn
 }
 
 // noWriteTo hides another WriteTo method; it is never called.
 type noWriteTo struct{}
 
+//lint:ignore U1000 never called: it only makes WriteTo ambiguous
 func (noWriteTo) WriteTo(io.Writer) (int64, error) { panic("can't happen") }

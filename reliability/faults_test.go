@@ -362,7 +362,7 @@ func TestEMFILEChild(t *testing.T) {
 		require.ErrorIs(t, err, syscall.EMFILE, "%s Accept at the limit", name)
 		var oe *net.OpError
 		require.ErrorAs(t, err, &oe, "%s Accept at the limit", name)
-		//lint:ignore SA1019 Temporary is what accept loops (net/http) check.
+		// Temporary is what accept loops (net/http) check.
 		require.True(t, oe.Temporary(), "%s Accept error is temporary", name)
 	}
 

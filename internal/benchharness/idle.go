@@ -369,7 +369,7 @@ func read4KBody(h *idleHold, c net.Conn) {
 	h.parked.Add(1)
 	n, err := c.Read(buf)
 	if err != nil || n != 1 || buf[0] != idleWakeByte {
-		h.fail(fmt.Errorf("Read: n=%d err=%v", n, err))
+		h.fail(fmt.Errorf("read: n=%d err=%v", n, err))
 		return
 	}
 	h.delivered.Add(1)
