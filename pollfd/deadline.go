@@ -16,7 +16,7 @@ package pollfd
 //   - read and write deadlines are independent; ModeReadWrite sets both.
 //
 // The deadline generation. Every SetDeadline, and Unblock, bumps the gate's
-// seq under mu. Arming a timer records armed = seq. When the timer fires,
+// timer's seq under mu. Arming the timer records armed = seq. When it fires,
 // its callback takes mu and expires the gate only if armed == seq (no
 // change since it was armed) and the deadline it served has passed. The
 // second condition covers a callback that had already started when
@@ -24,14 +24,39 @@ package pollfd
 // running callback): it sees the new, later deadline and does nothing. So a
 // stale timer never expires a newer deadline, and a cleared one never fires.
 //
-// Each gate owns at most one timer, created on first use and re-armed with
-// Reset afterwards, so deadline churn (net/http sets one per request)
-// allocates nothing after the first.
+// Each gate owns at most one timer, in a gateTimer made by its first
+// deadline in the future and re-armed with Reset afterwards, so deadline
+// churn (net/http sets one per request) allocates nothing after the first;
+// a descriptor that never has one (an idle connection) carries a nil
+// pointer, not the timer's state. Until a gateTimer exists no timer can be
+// pending, so there is no generation to bump.
 
 import (
 	"math"
 	"time"
 )
+
+// gateTimer is a gate's deadline timer and its generation. Guarded by the
+// Desc's mu.
+type gateTimer struct {
+	seq      uint32 // deadline generation (it never wraps within a timer's callback)
+	armed    uint32 // seq the timer was last armed for
+	deadline int64  // monotonic ns since clockBase; 0: none
+	timer    *time.Timer
+}
+
+// cancel disarms the timer and moves the generation on, so a callback
+// already running finds itself stale. Nil-safe: no gateTimer, no timer.
+func (gt *gateTimer) cancel() {
+	if gt == nil {
+		return
+	}
+	gt.seq++
+	gt.deadline = 0
+	if gt.timer != nil {
+		gt.timer.Stop()
+	}
+}
 
 // clockBase anchors the monotonic clock every deadline is measured on.
 var clockBase = time.Now()
@@ -81,33 +106,32 @@ func (d *Desc) SetDeadline(t time.Time, mode Mode) error {
 // setDeadlineLocked applies one direction's new deadline and reports
 // whether it woke a waiter. Called with mu held.
 func (d *Desc) setDeadlineLocked(g *gate, rel time.Duration, now int64) bool {
-	g.seq++
 	switch {
 	case rel == 0:
+		g.dl.cancel()
 		g.expired = false
-		g.deadline = 0
-		if g.timer != nil {
-			g.timer.Stop()
-		}
 		return false
 	case rel < 0:
+		g.dl.cancel()
 		g.expired = true
-		g.deadline = 0
-		if g.timer != nil {
-			g.timer.Stop()
-		}
 		return d.wakeLocked(g)
 	}
 	g.expired = false
-	g.deadline = now + int64(rel)
-	if g.deadline < now { // overflow
-		g.deadline = math.MaxInt64
+	gt := g.dl
+	if gt == nil {
+		gt = new(gateTimer)
+		g.dl = gt
 	}
-	g.armed = g.seq
-	if g.timer == nil {
-		g.timer = time.AfterFunc(rel, func() { d.deadlineFired(g) })
+	gt.seq++ // re-armed below: Reset, not Stop first (one timer operation per churn)
+	gt.deadline = now + int64(rel)
+	if gt.deadline < now { // overflow
+		gt.deadline = math.MaxInt64
+	}
+	gt.armed = gt.seq
+	if gt.timer == nil {
+		gt.timer = time.AfterFunc(rel, func() { d.deadlineFired(g) })
 	} else {
-		g.timer.Reset(rel)
+		gt.timer.Reset(rel)
 	}
 	return false
 }
@@ -116,12 +140,13 @@ func (d *Desc) setDeadlineLocked(g *gate, rel time.Duration, now int64) bool {
 func (d *Desc) deadlineFired(g *gate) {
 	now := nanotime()
 	d.mu.Lock()
-	if d.closing || g.armed != g.seq || g.deadline == 0 || now < g.deadline {
+	gt := g.dl // made before the timer was
+	if d.closing || gt.armed != gt.seq || gt.deadline == 0 || now < gt.deadline {
 		d.mu.Unlock() // stale: re-armed, cleared or unblocked since
 		return
 	}
 	g.expired = true
-	g.deadline = 0
+	gt.deadline = 0
 	// Counted before the wake, so a waiter that returns ErrTimeout always
 	// finds its timer in Stats.
 	d.shard.stats.timerFires.Add(1)

@@ -24,17 +24,19 @@ package pollfd
 //	inSlot   the waiter parks in a park slot instead, in the runtime's
 //	         poller (Options.RuntimePark; park.go). Set with waiting and the
 //	         slot, both cleared by the waker that clears waiting.
-//
-// The wake channel and the slot are the gate's altPark, in the Desc's
-// descExt with a ReadyList's watch: few descriptors need any of them, and
-// a Desc without them is 128 bytes instead of 192 (an idle server holds
-// one per connection).
 //	expired  the deadline has passed; sticky until the next SetDeadline on
 //	         this direction (deadline.go).
-//	seq      the deadline generation (deadline.go).
+//	dl       the deadline's timer and its generation (gateTimer,
+//	         deadline.go), made by the gate's first deadline in the future.
 //
 // The Desc adds closing (set once by Unblock, never cleared) and eventErr
 // (the last event was exactly EPOLLERR; any other event clears it).
+//
+// What few descriptors need is kept out of the Desc: the wake channel and
+// the slot are the gate's altPark, in the Desc's descExt with a
+// ReadyList's watch, and a deadline's timer is in the gateTimer. A Desc
+// without them is 96 bytes (192 with them inline; an idle server holds one
+// per connection).
 //
 // Transitions of one gate, each made under mu:
 //
@@ -119,7 +121,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -162,13 +163,10 @@ type gate struct {
 	ready    bool
 	waiting  bool
 	expired  bool
-	selected bool   // the current park is on the altPark's wake, not sema
-	inSlot   bool   // the current park is in the altPark's slot (park.go)
-	seq      uint32 // deadline generation (deadline.go; it never wraps within a timer's callback)
-	armed    uint32 // seq the timer was last armed for
-	deadline int64  // monotonic ns (clock.go); 0: none
-	timer    *time.Timer
-	sema     parkSema // the plain park (sema_runtime.go)
+	selected bool       // the current park is on the altPark's wake, not sema
+	inSlot   bool       // the current park is in the altPark's slot (park.go)
+	sema     parkSema   // the plain park (sema_runtime.go)
+	dl       *gateTimer // the deadline's timer (deadline.go); made by the first deadline in the future
 }
 
 // Desc is one registered descriptor. The zero value is not usable; get one
@@ -189,7 +187,7 @@ type Desc struct {
 
 // descExt holds what few descriptors need: a ReadyList's watch and the
 // media of parks that are not plain. Guarded by mu; made under it on first
-// use and kept.
+// use and kept. (A gate's deadline timer is apart, in gateTimer.)
 type descExt struct {
 	watch watch // ReadyList membership (ready.go); list nil: not watched
 	r, w  altPark
@@ -453,10 +451,7 @@ func (d *Desc) Unblock() {
 	d.closing = true
 	d.unwatchLocked()
 	for _, g := range [2]*gate{&d.rg, &d.wg} {
-		g.seq++
-		if g.timer != nil {
-			g.timer.Stop()
-		}
+		g.dl.cancel()
 		if d.wakeLocked(g) {
 			woke++
 		}
