@@ -48,7 +48,6 @@ type descriptor struct {
 	// and Close waits for destroy by locking it. 8 bytes, where a
 	// WaitGroup takes 16 (an idle server holds one per connection).
 	destroyed sync.Mutex
-	cleanup   runtime.Cleanup
 
 	iovecs *[]unix.Iovec // Writev's cache, made on first use, guarded by the write lock
 }
@@ -89,31 +88,30 @@ func (fd *descriptor) init(sysfd int, p *pollfd.Poller, shard int, pollable, isF
 	if fd.pd == nil {
 		fd.isBlocking.Store(true)
 	}
-	// A descriptor dropped without Close is closed by the collector, as
-	// os and net do with finalizers. The cleanup holds what it needs, not
-	// fd, so fd can be collected; methods keep fd alive while they run.
-	// (When fd is inside a netFD, the cleanup is the netFD's.)
-	// The argument is the Desc alone when there is one (it knows the
-	// number): a pointer the runtime boxes in 8 bytes, not 16.
-	if fd.pd != nil {
-		fd.cleanup = runtime.AddCleanup(fd, closeLeakedDesc, fd.pd)
-	} else {
-		fd.cleanup = runtime.AddCleanup(fd, closeLeakedFd, sysfd)
-	}
+	// A descriptor dropped without Close is closed by the collector, with
+	// the finalizer os and net use: its record holds no argument, where
+	// runtime.AddCleanup boxes one and a closure (24 bytes more per
+	// connection, and a 16-byte handle to stop it). fd starts its
+	// allocation, as SetFinalizer requires: standalone, or the first field
+	// of a netFD (TestNetFDSize checks).
+	runtime.SetFinalizer(fd, (*descriptor).finalize)
 	return err
 }
 
-func closeLeakedDesc(pd *pollfd.Desc) {
-	pd.Unblock()
-	pd.Close()
-	unix.Close(pd.Fd())
+// finalize closes a descriptor the program dropped without Close. Nothing
+// can hold a reference to it (a holder would keep it reachable), so no
+// system call on it is in flight.
+func (fd *descriptor) finalize() {
+	if fd.pd != nil {
+		fd.pd.Unblock()
+		fd.pd.Close()
+	}
+	unix.Close(fd.sysfd)
 }
-
-func closeLeakedFd(sysfd int) { unix.Close(sysfd) }
 
 // destroy runs when the last reference goes: unregister, then close.
 func (fd *descriptor) destroy() error {
-	fd.cleanup.Stop()
+	runtime.SetFinalizer(fd, nil)
 	if fd.pd != nil {
 		fd.pd.Close()
 	}

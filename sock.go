@@ -20,9 +20,9 @@ import (
 
 // netFD is a socket: the descriptor plus what net's netFD keeps beside it.
 type netFD struct {
-	pfd descriptor // in place: one allocation per socket
+	pfd descriptor // in place, first (its finalizer needs that): one allocation per socket
 
-	// family to inheritShard fill one word, so that a netFD is 128 bytes
+	// family to inheritShard fill one word, so that a netFD is 112 bytes
 	// (an idle server holds one per connection).
 	family int16
 	sotype int16
