@@ -8,7 +8,6 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -43,13 +42,6 @@ type descriptor struct {
 	zeroReadIsEOF bool // a 0-byte read means EOF (everything but datagrams)
 
 	isBlocking atomic.Bool // O_NONBLOCK cleared: Close neither waits nor interrupts
-	// destroyed is a latch: init locks it, destroy unlocks it (a Mutex
-	// may be unlocked by another goroutine than the one that locked it)
-	// and Close waits for destroy by locking it. 8 bytes, where a
-	// WaitGroup takes 16 (an idle server holds one per connection).
-	destroyed sync.Mutex
-
-	iovecs *[]unix.Iovec // Writev's cache, made on first use, guarded by the write lock
 }
 
 // anyShard lets the poller choose the shard (round-robin).
@@ -77,7 +69,6 @@ func newDescriptor(sysfd int, p *pollfd.Poller, shard int, pollable, isFile, isS
 func (fd *descriptor) init(sysfd int, p *pollfd.Poller, shard int, pollable, isFile, isStream, zeroReadIsEOF bool) error {
 	fd.sysfd = sysfd
 	fd.isFile, fd.isStream, fd.zeroReadIsEOF = isFile, isStream, zeroReadIsEOF
-	fd.destroyed.Lock()
 	var err error
 	switch {
 	case pollable && shard == anyShard:
@@ -118,7 +109,7 @@ func (fd *descriptor) destroy() error {
 	// close(2) is never retried: after EINTR the descriptor is gone anyway.
 	err := unix.Close(fd.sysfd)
 	fd.sysfd = -1
-	fd.destroyed.Unlock()
+	fd.mu.markDestroyed()
 	return err
 }
 
@@ -133,7 +124,7 @@ func (fd *descriptor) Close() error {
 	}
 	err := fd.decref()
 	if !fd.isBlocking.Load() {
-		fd.destroyed.Lock() // destroy has run; the latch stays shut
+		fd.mu.waitDestroyed()
 	}
 	return err
 }

@@ -19,6 +19,8 @@ import (
 //	bits 3-22   references held (misc + read + write + close)
 //	bits 23-42  goroutines waiting for the read lock
 //	bits 43-62  goroutines waiting for the write lock
+//	bit 63      destroyed: set once the descriptor is closed for good
+//	            (markDestroyed), for a Close waiting for it (waitDestroyed)
 //
 // Usage: Read does rwlock(true)/rwunlock(true); Write does
 // rwlock(false)/rwunlock(false); other operations (setsockopt,
@@ -46,6 +48,8 @@ const (
 	fdmRMask   = (1<<20 - 1) << 23
 	fdmWWait   = 1 << 43
 	fdmWMask   = (1<<20 - 1) << 43
+
+	fdmDestroyed = 1 << 63
 )
 
 const (
@@ -180,20 +184,54 @@ func (mu *fdMutex) side(read bool) (bit, wait, mask uint64) {
 	return fdmWLock, fdmWWait, fdmWMask
 }
 
-type fdSemas struct{ r, w fdSema }
+// fdSemas are the semaphores of the read lock's and the write lock's
+// waiters, and of a Close waiting for the destroy.
+type fdSemas struct{ r, w, destroyed fdSema }
 
-// sema returns the read or write semaphore, making the pair on first use
+// sema returns the read or write semaphore, making the set on first use
 // (by a waiter or by the releaser that will wake it, whichever is first).
 func (mu *fdMutex) sema(read bool) *fdSema {
+	s := mu.madeSemas()
+	if read {
+		return &s.r
+	}
+	return &s.w
+}
+
+func (mu *fdMutex) madeSemas() *fdSemas {
 	s := mu.semas.Load()
 	if s == nil {
 		mu.semas.CompareAndSwap(nil, new(fdSemas))
 		s = mu.semas.Load()
 	}
-	if read {
-		return &s.r
+	return s
+}
+
+// markDestroyed records that the descriptor is closed for good (called
+// once, by whoever dropped the last reference, after close(2)) and wakes
+// a Close waiting for that.
+func (mu *fdMutex) markDestroyed() {
+	mu.state.Or(fdmDestroyed)
+	if s := mu.semas.Load(); s != nil {
+		s.destroyed.release()
 	}
-	return &s.w
+}
+
+// waitDestroyed returns once markDestroyed has run. Close, when its own
+// reference was not the last (a Read still in its system call), waits
+// here. The two sides store, then load what the other stores (the bit;
+// the semaphores), so at least one of them sees the other: the waiter
+// finds the bit set, or markDestroyed finds the semaphores and releases.
+// Most Closes drop the last reference themselves and never make them.
+func (mu *fdMutex) waitDestroyed() {
+	if mu.state.Load()&fdmDestroyed != 0 {
+		return
+	}
+	s := mu.madeSemas()
+	if mu.state.Load()&fdmDestroyed != 0 {
+		return
+	}
+	s.destroyed.acquire()
 }
 
 // fdSema is a counting semaphore standing in for the runtime's

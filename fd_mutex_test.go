@@ -86,6 +86,50 @@ func TestFdMutexLastReference(t *testing.T) {
 	})
 }
 
+// TestFdMutexWaitDestroyed: a Close whose reference was not the last
+// waits for the destroy, whichever comes first — the destroy before the
+// wait (no semaphores made), or the wait before the destroy (parked until
+// it) — and in a race of the two, many times over, it never misses it
+// (the watchdog catches a lost wake-up).
+func TestFdMutexWaitDestroyed(t *testing.T) {
+	t.Run("destroyed-first", func(t *testing.T) {
+		var mu fdMutex
+		mu.markDestroyed()
+		mu.waitDestroyed()
+		require.Nil(t, mu.semas.Load(), "no semaphores for an uncontended Close")
+	})
+	t.Run("wait-first", func(t *testing.T) {
+		var mu fdMutex
+		done := make(chan struct{})
+		go func() { mu.waitDestroyed(); close(done) }()
+		waitFdMutexState(t, &mu, "the waiter to make the semaphores", func(uint64) bool { return mu.semas.Load() != nil })
+		select {
+		case <-done:
+			t.Fatal("waitDestroyed returned before markDestroyed")
+		case <-time.After(20 * time.Millisecond): // a lower bound only
+		}
+		mu.markDestroyed()
+		select {
+		case <-done:
+		case <-time.After(fdMutexWatchdog):
+			t.Fatal("waitDestroyed missed markDestroyed")
+		}
+	})
+	t.Run("race", func(t *testing.T) {
+		for range 2000 {
+			var mu fdMutex
+			done := make(chan struct{})
+			go func() { mu.waitDestroyed(); close(done) }()
+			mu.markDestroyed()
+			select {
+			case <-done:
+			case <-time.After(fdMutexWatchdog):
+				t.Fatal("waitDestroyed missed markDestroyed")
+			}
+		}
+	})
+}
+
 func TestFdMutexClose(t *testing.T) {
 	var mu fdMutex
 	require.True(t, mu.increfAndClose())

@@ -4,6 +4,7 @@ package gatenet
 
 import (
 	"io"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -14,12 +15,18 @@ import (
 // maxIovecs is IOV_MAX on Linux: how many buffers one readv/writev takes.
 const maxIovecs = 1024
 
+// iovecPool holds Writev's iovec arrays, each grown to what its callers
+// needed (at most maxIovecs) and cleared of their buffers before it goes
+// back.
+var iovecPool = sync.Pool{New: func() any { return new([]unix.Iovec) }}
+
 // Writev wraps writev(2), as internal/poll's FD.Writev: it writes every
 // buffer in *v, in batches of at most 1024 non-empty buffers (a buffer over
 // 1 GiB on a stream ends its batch at 1 GiB), looping on partial writes and
 // EAGAIN. It consumes *v as it goes, so on error *v holds what was not
-// written. The iovec array is cached per descriptor, as internal/poll
-// does: no allocation after the first call.
+// written. The iovec array comes from a pool (internal/poll caches one
+// per descriptor; gatenet keeps that pointer out of every connection):
+// no allocation once the pool is warm.
 func (fd *descriptor) Writev(v *[][]byte) (int64, error) {
 	if err := fd.writeLock(); err != nil {
 		return 0, err
@@ -28,13 +35,12 @@ func (fd *descriptor) Writev(v *[][]byte) (int64, error) {
 	if err := fd.prepare(pollfd.ModeWrite); err != nil {
 		return 0, err
 	}
-	if fd.iovecs == nil {
-		fd.iovecs = new([]unix.Iovec)
-	}
+	iovp := iovecPool.Get().(*[]unix.Iovec)
+	defer iovecPool.Put(iovp)
 	var n int64
 	var err error
 	for len(*v) > 0 {
-		iovecs := (*fd.iovecs)[:0]
+		iovecs := (*iovp)[:0]
 		for _, chunk := range *v {
 			if len(chunk) == 0 {
 				continue
@@ -54,7 +60,7 @@ func (fd *descriptor) Writev(v *[][]byte) (int64, error) {
 		if len(iovecs) == 0 {
 			break
 		}
-		*fd.iovecs = iovecs
+		*iovp = iovecs
 		var wrote uintptr
 		wrote, err = writev(fd.sysfd, iovecs)
 		if wrote == ^uintptr(0) {

@@ -8,11 +8,11 @@ import (
 )
 
 // TestNetFDSize keeps a socket's netFD, its descriptor inside, in the
-// 112-byte size class: an idle server holds one per connection (the
+// 96-byte size class: an idle server holds one per connection (the
 // idle-memory measurement, idle_mem_test.go, is the whole account).
 func TestNetFDSize(t *testing.T) {
-	if got := unsafe.Sizeof(netFD{}); got > 112 {
-		t.Fatalf("netFD is %d bytes, want at most 112", got)
+	if got := unsafe.Sizeof(netFD{}); got > 96 {
+		t.Fatalf("netFD is %d bytes, want at most 96", got)
 	}
 	// The descriptor's finalizer (fd.go) needs it at the start of the
 	// allocation.

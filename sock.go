@@ -22,7 +22,7 @@ import (
 type netFD struct {
 	pfd descriptor // in place, first (its finalizer needs that): one allocation per socket
 
-	// family to inheritShard fill one word, so that a netFD is 112 bytes
+	// family to inheritShard fill one word, so that a netFD is 96 bytes
 	// (an idle server holds one per connection).
 	family int16
 	sotype int16
