@@ -3,6 +3,7 @@
 package pollfd_test
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -139,8 +140,9 @@ func TestOpenDuringWait(t *testing.T) {
 	})
 }
 
-// TestOpenBadFd: Open of -1 or of a closed descriptor reports EBADF, does
-// not panic and registers nothing.
+// TestOpenBadFd: Open of -1, of a closed descriptor, or of a number no
+// descriptor can have (beyond int32, which a Desc keeps) reports EBADF,
+// does not panic and registers nothing.
 func TestOpenBadFd(t *testing.T) {
 	eachStrategy(t, func(t *testing.T, p *pollfd.Poller) {
 		var fds [2]int
@@ -148,7 +150,7 @@ func TestOpenBadFd(t *testing.T) {
 		require.NoError(t, unix.Close(fds[0]))
 		require.NoError(t, unix.Close(fds[1]))
 
-		for _, fd := range []int{-1, fds[0], 1 << 20} {
+		for _, fd := range []int{-1, fds[0], 1 << 20, math.MaxInt32 + 1, math.MinInt64} {
 			before := p.Stats().Registered
 			var d *pollfd.Desc
 			var err error
