@@ -126,9 +126,13 @@ func orList(xs []string) string {
 }
 
 func runChild(c Command, mode, kind string, size int, duration time.Duration) error {
+	before := pollfd.Default().Stats()
 	r, err := c.Child(mode, kind, size, duration)
 	if err != nil {
 		return err
+	}
+	if strings.HasPrefix(kind, "gatenet") {
+		addPollerCounts(&r, before, pollfd.Default().Stats())
 	}
 	r.Kind, r.Mode, r.Size = c.Baseline, mode, size
 	switch {
@@ -141,6 +145,25 @@ func runChild(c Command, mode, kind string, size int, duration time.Duration) er
 		r.Kind = pollfd.Default().Options().String()
 	}
 	return json.NewEncoder(os.Stdout).Encode(r)
+}
+
+// addPollerCounts adds to r's Extra where the round's wake-ups came from,
+// per operation, from the default poller's counters: parks, wake-ups of
+// parked waiters, drain-loop epoll_waits and harvests that found events.
+// They say why a round costs what it does (DESIGN.md, "The hop"); the
+// round's setup is included, which is noise next to its operations.
+func addPollerCounts(r *Result, before, after pollfd.Stats) {
+	if r.Ops <= 0 {
+		return
+	}
+	if r.Extra == nil {
+		r.Extra = map[string]float64{}
+	}
+	per := func(a, b uint64) float64 { return float64(a-b) / float64(r.Ops) }
+	r.Extra["parks_per_op"] = per(after.Parks, before.Parks)
+	r.Extra["wakeups_per_op"] = per(after.Wakeups, before.Wakeups)
+	r.Extra["drain_waits_per_op"] = per(after.EpollWaits, before.EpollWaits)
+	r.Extra["harvests_per_op"] = per(after.Harvests, before.Harvests)
 }
 
 // Contenders returns baseline followed by the GATENET_POLLER name of every

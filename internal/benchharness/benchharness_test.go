@@ -1,0 +1,44 @@
+package benchharness
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gatenet/gatenet/pollfd"
+)
+
+// TestPollerCounts runs a real gatenet ping-pong and checks the per-round
+// poller counts a child adds to its result: every round trip makes one end
+// wait for the other, so parks and wake-ups are there, and each park is
+// ended by exactly one wake-up.
+func TestPollerCounts(t *testing.T) {
+	s, err := StackFor("gatenet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := pollfd.Default().Stats()
+	r, err := TCPPingPong(s, 64, 100*time.Millisecond, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addPollerCounts(&r, before, pollfd.Default().Stats())
+	t.Logf("%d round trips, %v", r.Ops, r.Extra)
+	parks, wakeups := r.Extra["parks_per_op"], r.Extra["wakeups_per_op"]
+	if !(parks > 0 && parks < 10) {
+		t.Errorf("parks per round trip = %v, want in (0, 10)", parks)
+	}
+	if !(wakeups > 0 && wakeups <= parks+0.01) {
+		t.Errorf("wake-ups per round trip = %v with %v parks, want in (0, parks]", wakeups, parks)
+	}
+	for _, k := range []string{"drain_waits_per_op", "harvests_per_op"} {
+		if _, ok := r.Extra[k]; !ok {
+			t.Errorf("no %s in %v", k, r.Extra)
+		}
+	}
+
+	var none Result // no operations: nothing to divide by, nothing added
+	addPollerCounts(&none, before, pollfd.Default().Stats())
+	if none.Extra != nil {
+		t.Errorf("a round without operations got %v", none.Extra)
+	}
+}
