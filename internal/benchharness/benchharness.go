@@ -126,19 +126,23 @@ func orList(xs []string) string {
 }
 
 func runChild(c Command, mode, kind string, size int, duration time.Duration) error {
-	before := pollfd.Default().Stats()
+	onGatenet := strings.HasPrefix(kind, "gatenet")
+	var before pollfd.Stats
+	if onGatenet {
+		before = pollfd.Default().Stats()
+	}
 	r, err := c.Child(mode, kind, size, duration)
 	if err != nil {
 		return err
 	}
-	if strings.HasPrefix(kind, "gatenet") {
+	if onGatenet {
 		addPollerCounts(&r, before, pollfd.Default().Stats())
 	}
 	r.Kind, r.Mode, r.Size = c.Baseline, mode, size
 	switch {
 	case c.Contenders != nil:
 		r.Kind = kind
-		if strings.HasPrefix(kind, "gatenet") {
+		if onGatenet {
 			r.Poller = pollfd.Default().Options().String()
 		}
 	case kind == "gatenet":
