@@ -9,8 +9,8 @@ import (
 
 // TestPollerCounts runs a real gatenet ping-pong and checks the per-round
 // poller counts a child adds to its result: every round trip makes one end
-// wait for the other, so parks and wake-ups are there, and each park is
-// ended by exactly one wake-up.
+// wait for the other, so parks and wake-ups are there, and a wake-up only
+// ever ends a park.
 func TestPollerCounts(t *testing.T) {
 	s, err := StackFor("gatenet")
 	if err != nil {
@@ -24,8 +24,11 @@ func TestPollerCounts(t *testing.T) {
 	addPollerCounts(&r, before, pollfd.Default().Stats())
 	t.Logf("%d round trips, %v", r.Ops, r.Extra)
 	parks, wakeups := r.Extra["parks_per_op"], r.Extra["wakeups_per_op"]
-	if !(parks > 0 && parks < 10) {
-		t.Errorf("parks per round trip = %v, want in (0, 10)", parks)
+	// A round trip parks about twice; the setup (dial, accept, close) adds
+	// a few parks of its own, which weigh more in a short round on a
+	// loaded machine.
+	if ops := float64(r.Ops); !(parks > 0 && parks*ops <= 10*ops+50) {
+		t.Errorf("parks per round trip = %v over %d round trips, want more than 0 and at most 10 (+50 in all)", parks, r.Ops)
 	}
 	if !(wakeups > 0 && wakeups <= parks+0.01) {
 		t.Errorf("wake-ups per round trip = %v with %v parks, want in (0, parks]", wakeups, parks)
