@@ -60,9 +60,9 @@ func TestSockDialCancel(t *testing.T) {
 		fds := testutil.OpenFDs(t)
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
+		start := time.Now() // before the timer is armed: it cannot fire sooner than after from here
 		timer := time.AfterFunc(after, cancel)
 		defer timer.Stop()
-		start := time.Now()
 		c, err := s.DialWith(ctx, sockDialOpts{}, "tcp", addr)
 		require.Nil(t, c)
 		require.GreaterOrEqual(t, time.Since(start), after, "the connect did not stay pending")
