@@ -10,11 +10,19 @@ package gatenet_test
 // stalls force some) check that a timed-out Write's partial count and a
 // timed-out Read's n=0 keep the stream intact; (b) 64 goroutines mixing Read, Write,
 // SetDeadline and Close on 8 shared pipes.
+//
+// The writer's stalls are a handshake, so that each makes a partial Write
+// for certain, however the two goroutines are scheduled: the writer asks
+// the reader to hold (a past read deadline kicks it out of a Read that
+// waits for data), the reader drains exactly what has been written and
+// holds, the writer writes more than the pipe holds under a deadline (it
+// must time out with the pipe's capacity written), then lets the reader go.
 
 import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"hash"
 	"io"
 	"io/fs"
@@ -74,16 +82,20 @@ func stressMessages(t *testing.T, r, w *gatenet.File, msgs int) {
 	pool := make([]byte, 1<<20)
 	rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8), byte(seed >> 16)}).Read(pool)
 
-	var stallReader atomic.Bool // set by the writer: the reader pauses once
+	hold := &stressHold{
+		held:   make(chan struct{}),
+		resume: make(chan struct{}),
+		kick:   func() { r.SetReadDeadline(time.Now().Add(-time.Second)) },
+	}
 	wres := make(chan stressSide, 1)
 	go func() {
-		ws := stressWriter(w, msgs, pool, rand.New(rand.NewPCG(seed, 1)), &stallReader)
+		ws := stressWriter(w, msgs, pool, rand.New(rand.NewPCG(seed, 1)), hold)
 		if err := w.Close(); err != nil && ws.err == nil {
 			ws.err = err
 		}
 		wres <- ws
 	}()
-	rs := stressReader(r, rand.New(rand.NewPCG(seed, 2)), &stallReader)
+	rs := stressReader(r, rand.New(rand.NewPCG(seed, 2)), hold)
 	if rs.err != nil {
 		r.Close() // unblocks the writer with EPIPE
 	}
@@ -96,6 +108,16 @@ func stressMessages(t *testing.T, r, w *gatenet.File, msgs int) {
 	require.Equal(t, ws.sum, rs.sum, "SHA-256 of the stream")
 	require.Positive(t, ws.timeouts+rs.timeouts, "the stalls never made a deadline expire")
 	require.Positive(t, ws.partial, "no timed-out Write was partial")
+}
+
+// stressHold is the writer's handshake with the reader (see the top of
+// this file).
+type stressHold struct {
+	request atomic.Bool  // writer: drain up to written, then hold
+	written atomic.Int64 // the writer's byte count when it asked
+	held    chan struct{}
+	resume  chan struct{}
+	kick    func() // ends a Read the reader is blocked in
 }
 
 // stressDeadline picks a deadline 1-50 ms away.
@@ -118,7 +140,7 @@ func stressChurnOther(rng *rand.Rand, set func(time.Time) error) {
 
 func stressIsTimeout(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }
 
-func stressWriter(w *gatenet.File, msgs int, pool []byte, rng *rand.Rand, stallReader *atomic.Bool) (s stressSide) {
+func stressWriter(w *gatenet.File, msgs int, pool []byte, rng *rand.Rand, hold *stressHold) (s stressSide) {
 	h := sha256.New()
 	defer func() { h.Sum(s.sum[:0]) }()
 	w.SetWriteDeadline(stressDeadline(rng))
@@ -135,16 +157,15 @@ func stressWriter(w *gatenet.File, msgs int, pool []byte, rng *rand.Rand, stallR
 		case c < 13:
 			stressChurnOther(rng, w.SetReadDeadline)
 		}
-		if s.writeAll(w, msg, h, rng); s.err != nil {
+		h.Write(msg)
+		if s.writeAll(w, msg, rng); s.err != nil {
 			return s
 		}
 		if stallEvery > 0 && i%stallEvery == 0 {
 			if (i/stallEvery)%2 == 1 {
-				// The reader pauses while this side writes more than the
+				// The reader holds while this side writes more than the
 				// pipe holds: the Write times out part-way.
-				stallReader.Store(true)
-				w.SetWriteDeadline(time.Now().Add(10*time.Millisecond + time.Duration(rng.Int64N(int64(40*time.Millisecond)))))
-				if s.writeAll(w, pool[:stressBigMsg], h, rng); s.err != nil {
+				if s.writeHeld(w, pool[:stressBigMsg], h, rng, hold); s.err != nil {
 					return s
 				}
 			} else {
@@ -155,10 +176,38 @@ func stressWriter(w *gatenet.File, msgs int, pool []byte, rng *rand.Rand, stallR
 	return s
 }
 
+// writeHeld writes big, which the pipe cannot hold, while the reader
+// holds: the first Write must time out having written part of it.
+func (s *stressSide) writeHeld(w *gatenet.File, big []byte, h hash.Hash, rng *rand.Rand, hold *stressHold) {
+	hold.written.Store(s.bytes)
+	hold.request.Store(true)
+	for held := false; !held; {
+		hold.kick()
+		select {
+		case <-hold.held:
+			held = true
+		case <-time.After(time.Millisecond):
+		}
+	}
+	h.Write(big)
+	w.SetWriteDeadline(time.Now().Add(10*time.Millisecond + time.Duration(rng.Int64N(int64(40*time.Millisecond)))))
+	n, err := w.Write(big)
+	s.ops++
+	s.bytes += int64(n)
+	hold.resume <- struct{}{}
+	if !stressIsTimeout(err) || n == 0 || n == len(big) {
+		s.err = fmt.Errorf("a Write of %d bytes to a held reader: n = %d, err = %v; want a timeout part-way", len(big), n, err)
+		return
+	}
+	s.timeouts++
+	s.partial++
+	w.SetWriteDeadline(time.Time{})
+	s.writeAll(w, big[n:], rng)
+}
+
 // writeAll writes msg, resuming after each timeout from where the Write
 // stopped (its n counts), with the deadline renewed or cleared.
-func (s *stressSide) writeAll(w *gatenet.File, msg []byte, h hash.Hash, rng *rand.Rand) {
-	h.Write(msg)
+func (s *stressSide) writeAll(w *gatenet.File, msg []byte, rng *rand.Rand) {
 	for len(msg) > 0 {
 		n, err := w.Write(msg)
 		s.ops++
@@ -183,14 +232,19 @@ func (s *stressSide) writeAll(w *gatenet.File, msg []byte, h hash.Hash, rng *ran
 	}
 }
 
-func stressReader(r *gatenet.File, rng *rand.Rand, stall *atomic.Bool) (s stressSide) {
+func stressReader(r *gatenet.File, rng *rand.Rand, hold *stressHold) (s stressSide) {
 	h := sha256.New()
 	defer func() { h.Sum(s.sum[:0]) }()
 	buf := make([]byte, stressMaxBuf)
 	r.SetReadDeadline(stressDeadline(rng))
 	for {
-		if stall.Swap(false) {
-			time.Sleep(stressStallOf)
+		if hold.request.Swap(false) {
+			if s.drain(r, buf, h, hold.written.Load()); s.err != nil {
+				return s
+			}
+			hold.held <- struct{}{}
+			<-hold.resume
+			r.SetReadDeadline(stressDeadline(rng))
 		}
 		switch c := rng.IntN(64); {
 		case c < 4:
@@ -222,6 +276,23 @@ func stressReader(r *gatenet.File, rng *rand.Rand, stall *atomic.Bool) (s stress
 		default:
 			s.err = err
 			return s
+		}
+	}
+}
+
+// drain reads until the reader has all the writer had written when it
+// asked to hold, so the pipe is empty. The writer's kicks (past deadlines)
+// may still end some of these Reads: those are cleared and retried.
+func (s *stressSide) drain(r *gatenet.File, buf []byte, h hash.Hash, written int64) {
+	for s.bytes < written {
+		r.SetReadDeadline(time.Time{})
+		n, err := r.Read(buf)
+		s.ops++
+		s.bytes += int64(n)
+		h.Write(buf[:n])
+		if err != nil && !stressIsTimeout(err) {
+			s.err = fmt.Errorf("draining before a hold: %w", err)
+			return
 		}
 	}
 }
