@@ -156,11 +156,16 @@ func HoldIdle(s Stack, pattern string, n int, o IdleOptions) (IdleResult, error)
 		} else {
 			time.Sleep(200 * time.Millisecond) // no counter to watch: let them park
 		}
-		if got := runtime.NumGoroutine() - goroutines0; got != n {
-			return IdleResult{}, fmt.Errorf("%d goroutines more than before, want %d", got, n)
-		}
-	} else if got := runtime.NumGoroutine() - goroutines0; got != 0 {
-		return IdleResult{}, fmt.Errorf("%d goroutines more than before, want none", got)
+	}
+	// One goroutine per held conn (none with the queue), once the
+	// short-lived ones have gone: a context's first wait on a descriptor
+	// registers it from a goroutine of its own (pollfd/ctxwait.go).
+	want := n
+	if pattern == IdleQueue {
+		want = 0
+	}
+	if err := waitUntil("the goroutine count to settle", func() bool { return runtime.NumGoroutine()-goroutines0 == want }); err != nil {
+		return IdleResult{}, fmt.Errorf("%d goroutines more than before, want %d: %w", runtime.NumGoroutine()-goroutines0, want, err)
 	}
 	if d := h.delivered.Load() + h.failures.Load(); d != 0 || h.q.Len() != 0 {
 		return IdleResult{}, fmt.Errorf("%d conns reported ready (queue: %d) before any data was sent", d, h.q.Len())
