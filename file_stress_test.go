@@ -83,9 +83,10 @@ func stressMessages(t *testing.T, r, w *gatenet.File, msgs int) {
 	rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8), byte(seed >> 16)}).Read(pool)
 
 	hold := &stressHold{
-		held:   make(chan struct{}),
-		resume: make(chan struct{}),
-		kick:   func() { r.SetReadDeadline(time.Now().Add(-time.Second)) },
+		held:       make(chan struct{}),
+		resume:     make(chan struct{}),
+		readerDone: make(chan struct{}),
+		kick:       func() { r.SetReadDeadline(time.Now().Add(-time.Second)) },
 	}
 	wres := make(chan stressSide, 1)
 	go func() {
@@ -96,6 +97,7 @@ func stressMessages(t *testing.T, r, w *gatenet.File, msgs int) {
 		wres <- ws
 	}()
 	rs := stressReader(r, rand.New(rand.NewPCG(seed, 2)), hold)
+	close(hold.readerDone)
 	if rs.err != nil {
 		r.Close() // unblocks the writer with EPIPE
 	}
@@ -113,11 +115,12 @@ func stressMessages(t *testing.T, r, w *gatenet.File, msgs int) {
 // stressHold is the writer's handshake with the reader (see the top of
 // this file).
 type stressHold struct {
-	request atomic.Bool  // writer: drain up to written, then hold
-	written atomic.Int64 // the writer's byte count when it asked
-	held    chan struct{}
-	resume  chan struct{}
-	kick    func() // ends a Read the reader is blocked in
+	request    atomic.Bool  // writer: drain up to written, then hold
+	written    atomic.Int64 // the writer's byte count when it asked
+	held       chan struct{}
+	resume     chan struct{}
+	readerDone chan struct{} // closed when the reader has returned
+	kick       func()        // ends a Read the reader is blocked in
 }
 
 // stressDeadline picks a deadline 1-50 ms away.
@@ -186,6 +189,9 @@ func (s *stressSide) writeHeld(w *gatenet.File, big []byte, h hash.Hash, rng *ra
 		select {
 		case <-hold.held:
 			held = true
+		case <-hold.readerDone: // it failed; its error is the one to report
+			s.err = errors.New("the reader ended before it held")
+			return
 		case <-time.After(time.Millisecond):
 		}
 	}
