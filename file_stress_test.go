@@ -104,8 +104,8 @@ func stressMessages(t *testing.T, r, w *gatenet.File, msgs int) {
 	ws := <-wres
 	t.Logf("writer: %d bytes, %d writes, %d timeouts (%d partial)", ws.bytes, ws.ops, ws.timeouts, ws.partial)
 	t.Logf("reader: %d bytes, %d reads, %d timeouts", rs.bytes, rs.ops, rs.timeouts)
+	require.NoError(t, rs.err, "reader") // first: a failing reader makes the writer fail too
 	require.NoError(t, ws.err, "writer")
-	require.NoError(t, rs.err, "reader")
 	require.Equal(t, ws.bytes, rs.bytes, "bytes written and read")
 	require.Equal(t, ws.sum, rs.sum, "SHA-256 of the stream")
 	require.Positive(t, ws.timeouts+rs.timeouts, "the stalls never made a deadline expire")
