@@ -16,7 +16,7 @@ package gatenet_test
 // the reader to hold (a past read deadline kicks it out of a Read that
 // waits for data), the reader drains exactly what has been written and
 // holds, the writer writes more than the pipe holds under a deadline (it
-// must time out with the pipe's capacity written), then lets the reader go.
+// must time out with part of it written), then lets the reader go.
 
 import (
 	"bytes"
@@ -46,7 +46,7 @@ const (
 	stressMaxBuf  = 4096 // reader buffer sizes are 1..stressMaxBuf bytes
 	stressStalls  = 4    // pauses of each side, during which the other times out
 	stressStallOf = 100 * time.Millisecond
-	stressBigMsg  = 3 * pipeCapacity // written while the reader pauses: a partial Write
+	stressBigMsg  = 3 * pipeCapacity // written while the reader holds: a partial Write
 )
 
 func TestFileStressMessages(t *testing.T) {
