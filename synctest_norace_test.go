@@ -13,18 +13,29 @@ import (
 
 	"github.com/gatenet/gatenet"
 	"github.com/gatenet/gatenet/internal/testutil"
+	"github.com/gatenet/gatenet/pollfd"
 )
 
 // TestSynctestPlainIO: what README's Limitations promise works inside a
-// testing/synctest bubble, with the poller started outside it (TestMain):
-// a pipe and a loopback TCP conn, read and written, with no deadline. A
-// waiter parked on its gate must not count as durably blocked (synctest
-// would report a deadlock), and nothing gatenet starts may outlive the
-// bubble (synctest would fail it). Not in race builds: there a waiter parks
-// on a channel made in the bubble (pollfd/sema_chan.go), which synctest
-// counts as durably blocked.
+// testing/synctest bubble: a pipe and a loopback TCP conn, read and
+// written, with no deadline. A waiter parked on its gate must not count as
+// durably blocked (synctest would report a deadlock), and nothing gatenet
+// starts may outlive the bubble: the test first waits for the default
+// poller's drain loop to have exited, so the bubble's first descriptor
+// starts it inside the bubble, and the bubble can only end once that loop
+// has exited again (synctest waits for every goroutine it owns). Not in
+// race builds: there a waiter parks on a channel made in the bubble
+// (pollfd/sema_chan.go), which synctest counts as durably blocked.
 func TestSynctestPlainIO(t *testing.T) {
 	testutil.Watchdog(t, 2*time.Minute)
+	p := pollfd.Default()
+	limit := time.Now().Add(time.Minute)
+	for p.Stats().DrainLoops != 0 {
+		require.True(t, time.Now().Before(limit), "the default poller's drain loop is still running")
+		time.Sleep(time.Millisecond)
+	}
+	starts := p.Stats().DrainStarts
+	defer func() { require.Greater(t, p.Stats().DrainStarts, starts, "no drain loop started in the bubble") }()
 	synctest.Test(t, func(t *testing.T) {
 		r, w, err := gatenet.Pipe()
 		require.NoError(t, err)

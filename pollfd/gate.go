@@ -493,6 +493,8 @@ func (d *Desc) Close() error {
 	// already be gone from the set (closed elsewhere, or a dup still open).
 	_ = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, int(d.fd), &unix.EpollEvent{})
 	p.table.remove(d)
-	p.stats.registered.Add(-1)
+	if p.stats.registered.Add(-1) == 0 {
+		p.loop.unregistered(p)
+	}
 	return nil
 }

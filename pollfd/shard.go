@@ -87,6 +87,7 @@ func (s *shard) open(fd int) (*Desc, error) {
 		return nil, os.NewSyscallError("epoll_ctl", err)
 	}
 	s.stats.registered.Add(1)
+	s.loop.registered(s)
 	return d, nil
 }
 

@@ -13,6 +13,8 @@ import (
 // enough to leave on.
 type Stats struct {
 	Registered  int64  // descriptors registered now
+	DrainLoops  int64  // drain goroutines running now (nested: only while descriptors are registered; drain.go)
+	DrainStarts uint64 // drain goroutines started
 	EpollWaits  uint64 // epoll_wait returns in the drain loop
 	Events      uint64 // events delivered to a registered descriptor
 	StaleEvents uint64 // events whose token was no longer registered (dropped)
@@ -37,6 +39,8 @@ type Stats struct {
 
 type counters struct {
 	registered      atomic.Int64
+	drainLoops      atomic.Int64
+	drainStarts     atomic.Uint64
 	epollWaits      atomic.Uint64
 	events          atomic.Uint64
 	staleEvents     atomic.Uint64
@@ -82,6 +86,8 @@ func (p *Poller) ShardStats() []Stats {
 
 func (t *Stats) add(s Stats) {
 	t.Registered += s.Registered
+	t.DrainLoops += s.DrainLoops
+	t.DrainStarts += s.DrainStarts
 	t.EpollWaits += s.EpollWaits
 	t.Events += s.Events
 	t.StaleEvents += s.StaleEvents
@@ -104,6 +110,8 @@ func (s *shard) snapshot() Stats {
 	c := &s.stats
 	st := Stats{
 		Registered:      c.registered.Load(),
+		DrainLoops:      c.drainLoops.Load(),
+		DrainStarts:     c.drainStarts.Load(),
 		EpollWaits:      c.epollWaits.Load(),
 		Events:          c.events.Load(),
 		StaleEvents:     c.staleEvents.Load(),

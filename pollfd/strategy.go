@@ -75,8 +75,6 @@ package pollfd
 
 import (
 	"fmt"
-	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -173,130 +171,6 @@ func ParseOptions(s string) (Options, error) {
 		}
 	}
 	return o, nil
-}
-
-// shutdownToken marks the dedicated loop's eventfd; table tokens are never 0.
-const shutdownToken = 0
-
-// drainLoop is the goroutine that turns epoll events into deliveries.
-type drainLoop struct {
-	buf     []unix.EpollEvent
-	eventfd int      // Dedicated: written by stop to end epoll_wait(-1)
-	epfile  *os.File // Nested: the epoll fd as the runtime poller sees it
-	epdup   int      // Nested: epfile's descriptor number (a dup of epfd)
-	done    sync.WaitGroup
-}
-
-func (l *drainLoop) start(p *shard) error {
-	l.buf = make([]unix.EpollEvent, eventBatch)
-	switch p.poller.opts.Strategy {
-	case Dedicated:
-		efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
-		if err != nil {
-			return os.NewSyscallError("eventfd", err)
-		}
-		ev := unix.EpollEvent{Events: unix.EPOLLIN}
-		setToken(&ev, shutdownToken)
-		if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, efd, &ev); err != nil {
-			unix.Close(efd)
-			return os.NewSyscallError("epoll_ctl", err)
-		}
-		l.eventfd = efd
-		l.done.Add(1)
-		go l.runDedicated(p)
-	case Nested:
-		// os.NewFile registers a descriptor with the runtime poller only if
-		// it is already non-blocking. The epoll fd is dup'ed so that the
-		// os.File owns its own number and Poller.Close closes p.epfd itself.
-		dup, err := unix.FcntlInt(uintptr(p.epfd), unix.F_DUPFD_CLOEXEC, 0)
-		if err != nil {
-			return os.NewSyscallError("fcntl", err)
-		}
-		if err := unix.SetNonblock(dup, true); err != nil {
-			unix.Close(dup)
-			return os.NewSyscallError("fcntl", err)
-		}
-		l.epdup = dup
-		l.epfile = os.NewFile(uintptr(dup), "pollfd-epoll")
-		rc, err := l.epfile.SyscallConn()
-		if err != nil {
-			l.epfile.Close()
-			return err
-		}
-		l.done.Add(1)
-		go l.runNested(p, rc)
-	}
-	return nil
-}
-
-// runDedicated is the seed's drain loop: epoll_wait(-1) forever, EINTR
-// retried (in Go it is common: the runtime preempts with SIGURG).
-func (l *drainLoop) runDedicated(p *shard) {
-	defer l.done.Done()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	for {
-		n, err := unix.EpollWait(p.epfd, l.buf, -1)
-		if err == unix.EINTR {
-			p.stats.eintr.Add(1)
-			continue
-		}
-		if err != nil {
-			panic(fmt.Sprintf("pollfd: epoll_wait failed: %v", err)) // the runtime throws too
-		}
-		p.stats.recordWait(n)
-		p.dispatch(l.buf[:n])
-		if p.closed.Load() {
-			return
-		}
-	}
-}
-
-// runNested waits for the epoll fd in the runtime poller and drains it
-// with zero-timeout epoll_wait until it comes back short.
-func (l *drainLoop) runNested(p *shard, rc interface {
-	Read(func(uintptr) bool) error
-}) {
-	defer l.done.Done()
-	// Read returns when stop closes epfile (errClosing); nothing else ends it.
-	_ = rc.Read(func(uintptr) bool {
-		for {
-			n, errno := epollWaitNow(p.epfd, l.buf)
-			if errno == unix.EINTR {
-				p.stats.eintr.Add(1)
-				continue
-			}
-			if errno != 0 {
-				panic(fmt.Sprintf("pollfd: epoll_wait failed: %v", errno))
-			}
-			p.stats.recordWait(n)
-			p.dispatch(l.buf[:n])
-			if p.closed.Load() {
-				return true
-			}
-			if n < len(l.buf) {
-				return false // drained: park until the epoll fd is readable again
-			}
-		}
-	})
-}
-
-// stop ends the drain goroutine and waits for it.
-func (l *drainLoop) stop(p *shard) error {
-	var err error
-	switch p.poller.opts.Strategy {
-	case Dedicated:
-		var one = [8]byte{1}
-		if _, werr := unix.Write(l.eventfd, one[:]); werr != nil {
-			err = os.NewSyscallError("write", werr)
-		}
-		l.done.Wait()
-		unix.Close(l.eventfd)
-	case Nested:
-		err = l.epfile.Close()
-		l.done.Wait()
-	}
-	return err
 }
 
 // harvestBatch is how many events a waiter collects before it parks.

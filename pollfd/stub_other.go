@@ -39,10 +39,12 @@ type Options struct {
 }
 
 type Stats struct {
-	Registered                                                          int64
-	EpollWaits, Events, StaleEvents, Parks, EINTR, TimerFires, Harvests uint64
-	Wakeups, WakeupsEvent, WakeupsDeadline, WakeupsClose, Canceled      uint64
-	EventsPerWait                                                       [9]uint64
+	Registered, DrainLoops                                         int64
+	DrainStarts                                                    uint64
+	EpollWaits, Events, StaleEvents, Parks, ParksInSlot, EINTR     uint64
+	TimerFires, Harvests                                           uint64
+	Wakeups, WakeupsEvent, WakeupsDeadline, WakeupsClose, Canceled uint64
+	EventsPerWait                                                  [9]uint64
 }
 
 type Poller struct{}

@@ -1,0 +1,14 @@
+//go:build linux
+
+package pollfd
+
+import "time"
+
+// SetIdleLinger sets how long a nested drain loop outlives its shard's last
+// descriptor (drain.go) and returns a function restoring the old value. A
+// test that sets 0 makes every Close of a shard's last descriptor race the
+// next Open; it must not run in parallel with other tests.
+func SetIdleLinger(d time.Duration) (restore func()) {
+	old := idleLinger.Swap(int64(d))
+	return func() { idleLinger.Store(old) }
+}
