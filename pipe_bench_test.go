@@ -209,6 +209,36 @@ func benchBulk(b *testing.B, k pipeKind) {
 	}
 }
 
+// BenchmarkPipeOpenClose makes a pipe and closes both ends, on a poller
+// with nothing else registered: every iteration takes the poller from idle
+// to busy and back, the drain loop's start and linger (pollfd/drain.go).
+func BenchmarkPipeOpenClose(b *testing.B) {
+	for _, k := range pipeKinds() {
+		b.Run(k.name, func(b *testing.B) {
+			testutil.CheckLeaks(b)
+			ps := newPipes(b, k)
+			defer ps.close(b)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				r, w := ps.pipe(b)
+				if err := r.Close(); err != nil {
+					b.Fatal(err)
+				}
+				if err := w.Close(); err != nil {
+					b.Fatal(err)
+				}
+				ps.ends = ps.ends[:0]
+			}
+			b.StopTimer()
+			if ps.poller != nil {
+				st := ps.poller.Stats()
+				b.ReportMetric(float64(st.DrainStarts)/float64(b.N), "loop-starts/op")
+			}
+		})
+	}
+}
+
 // BenchmarkPipeReadWriteAllocs is a 1-byte write then a 1-byte read on a
 // gatenet pipe (default poller): the data is there, nothing parks.
 func BenchmarkPipeReadWriteAllocs(b *testing.B) {
