@@ -29,12 +29,7 @@ func TestNoGoroutineWhenIdle(t *testing.T) {
 	testutil.CheckLeaks(t)
 	testutil.Watchdog(t, 3*time.Minute)
 	p := pollfd.Default()
-	// Earlier tests' descriptors are closed; their loop may still linger.
-	limit := time.Now().Add(time.Minute)
-	for st := p.Stats(); st.Registered != 0 || st.DrainLoops != 0; st = p.Stats() {
-		require.True(t, time.Now().Before(limit), "the default poller still has %d registered, %d loops", st.Registered, st.DrainLoops)
-		time.Sleep(time.Millisecond)
-	}
+	testutil.WaitPollerIdle(t, p) // earlier tests' loop may still linger
 	baseline := goleak.IgnoreCurrent()
 	starts := p.Stats().DrainStarts
 

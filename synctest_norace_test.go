@@ -29,11 +29,7 @@ import (
 func TestSynctestPlainIO(t *testing.T) {
 	testutil.Watchdog(t, 2*time.Minute)
 	p := pollfd.Default()
-	limit := time.Now().Add(time.Minute)
-	for p.Stats().DrainLoops != 0 {
-		require.True(t, time.Now().Before(limit), "the default poller's drain loop is still running")
-		time.Sleep(time.Millisecond)
-	}
+	testutil.WaitPollerIdle(t, p)
 	starts := p.Stats().DrainStarts
 	defer func() { require.Greater(t, p.Stats().DrainStarts, starts, "no drain loop started in the bubble") }()
 	synctest.Test(t, func(t *testing.T) {

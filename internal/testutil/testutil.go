@@ -54,6 +54,20 @@ func StartPollers() {
 	ln.Close()
 }
 
+// WaitPollerIdle waits until p has no descriptor registered and no drain
+// loop running (a nested loop exits shortly after the last Close:
+// pollfd/drain.go), failing the test after a minute.
+func WaitPollerIdle(t testing.TB, p *pollfd.Poller) {
+	t.Helper()
+	limit := time.Now().Add(time.Minute)
+	for st := p.Stats(); st.Registered != 0 || st.DrainLoops != 0; st = p.Stats() {
+		if time.Now().After(limit) {
+			t.Fatalf("poller still has %d descriptors registered and %d drain loops running", st.Registered, st.DrainLoops)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // OpenFDs counts this process's open descriptors (/proc/self/fd, less the
 // one used to read it).
 func OpenFDs(t testing.TB) int {
