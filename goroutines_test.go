@@ -20,12 +20,9 @@ import (
 // TestNoGoroutineWhenIdle: a program that has closed every conn, listener
 // and pipe has no gatenet goroutine left, so goleak.VerifyNone passes with
 // no option naming gatenet — as it does for net, whose poller keeps none.
-// (The default poller's drain loop exits once nothing is registered:
-// pollfd/drain.go.)
+// (The default poller's drain loop, of whichever strategy, exits once
+// nothing is registered: pollfd/drain.go.)
 func TestNoGoroutineWhenIdle(t *testing.T) {
-	if pollfd.Default().Options().Strategy != pollfd.Nested {
-		t.Skip("the dedicated strategy's drain thread lives as long as its poller")
-	}
 	testutil.CheckLeaks(t)
 	testutil.Watchdog(t, 3*time.Minute)
 	p := pollfd.Default()

@@ -6,13 +6,13 @@ package pollfd
 // deliveries (strategy.go says how each strategy waits; this file is its
 // life cycle).
 //
-// The dedicated loop runs from the shard's start to its Close. The nested
-// loop — the default — runs only while the shard has descriptors
-// registered, so that a program (or a test checking for leaked goroutines
+// Either loop runs only while the shard has descriptors registered, so
+// that a program (or a test checking for leaked goroutines
 // with goleak) that has closed every conn, listener and pipe is left with
 // no gatenet goroutine, as net's poller leaves none. The epoll instance
-// and its dup in the runtime's poller stay, as the runtime's own epoll
-// descriptor does.
+// (and the nested loop's dup of it in the runtime's poller, or the
+// dedicated loop's eventfd) stays, as the runtime's own epoll descriptor
+// does.
 //
 // The protocol, between Open (registered 0 → 1), Close (1 → 0) and the
 // loop, D. running says whether a D exists or is being started; mu
@@ -22,12 +22,14 @@ package pollfd
 //	Open   registered.Add(1); if !running: under mu, if !running
 //	       { running = true; start D }.
 //	Close  if registered.Add(-1) == 0 and armed.CompareAndSwap(false,
-//	       true): set the epoll file's read deadline to now + idleLinger
-//	       (a runtime timer: no system call, no wake).
-//	D      parks in the runtime's poller as always; when the deadline
-//	       wakes it: clear the deadline, armed = false, then under mu:
-//	       running = false; if registered != 0 { running = true; park
-//	       again } else exit.
+//	       true): schedule an idle check idleLinger from now. Nested: set
+//	       the epoll file's read deadline (a runtime timer: no system
+//	       call, no wake). Dedicated: write the loop's eventfd, which
+//	       makes its next epoll_wait time out after idleLinger.
+//	D      waits as always; when the check is due (the deadline wakes it,
+//	       or the epoll_wait times out): clear the deadline, armed =
+//	       false, then under mu: running = false; if registered != 0
+//	       { running = true; wait again } else exit.
 //
 // Why no Open is left without a loop: running and registered are
 // sequentially consistent atomics, written each before the other is read
@@ -38,13 +40,14 @@ package pollfd
 // stayed) or still false (D has gone, and Open starts another).
 //
 // Why D cannot park forever with nothing registered: D clears the
-// deadline, then armed, before it reads registered. A Close whose
+// deadline (dedicated: has read the eventfd), then armed, before it reads
+// registered. A Close whose
 // decrement that read missed comes after it, so its CompareAndSwap comes
 // after D cleared armed: either it arms, setting a deadline after D's
 // clear, or another Close armed first, after D's clear too. Either way a
-// deadline is pending and D wakes again. A deadline D never sees (it
-// exited first, and a new D inherits it) costs the new D one spurious
-// wake, nothing more.
+// check is pending and D wakes again. A check D never sees (it exited
+// first, and a new D inherits it) costs the new D one spurious check,
+// nothing more.
 //
 // The check runs idleLinger after the first Close that found the shard
 // empty, not the last: a program that opens and closes one descriptor at
@@ -66,26 +69,27 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// idleLinger is how long the nested drain loop outlives the shard's last
+// idleLinger is how long a drain loop outlives the shard's last
 // registered descriptor. A variable only so that tests can make every
 // 1 → 0 transition end the loop (export_test.go).
 var idleLinger atomic.Int64 // a time.Duration
 
 func init() { idleLinger.Store(int64(5 * time.Millisecond)) }
 
-// shutdownToken marks the dedicated loop's eventfd; table tokens are never 0.
-const shutdownToken = 0
+// wakeToken marks the dedicated loop's eventfd, written by stop and to
+// schedule an idle check; table tokens are never 0.
+const wakeToken = 0
 
 // drainLoop is the goroutine that turns epoll events into deliveries.
 type drainLoop struct {
 	buf     []unix.EpollEvent
-	eventfd int             // Dedicated: written by stop to end epoll_wait(-1)
+	eventfd int             // Dedicated: ends an epoll_wait(-1) (wakeToken)
 	epfile  *os.File        // Nested: the epoll fd as the runtime poller sees it
 	epdup   int             // Nested: epfile's descriptor number (a dup of epfd)
 	rc      syscall.RawConn // Nested: epfile's RawConn
 	drainFn func(uintptr) bool
 
-	// Nested: the idle protocol at the top of this file.
+	// The idle protocol at the top of this file.
 	running atomic.Bool
 	armed   atomic.Bool
 	mu      sync.Mutex
@@ -107,16 +111,12 @@ func (l *drainLoop) start(p *shard) error {
 			return os.NewSyscallError("eventfd", err)
 		}
 		ev := unix.EpollEvent{Events: unix.EPOLLIN}
-		setToken(&ev, shutdownToken)
+		setToken(&ev, wakeToken)
 		if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, efd, &ev); err != nil {
 			unix.Close(efd)
 			return os.NewSyscallError("epoll_ctl", err)
 		}
 		l.eventfd = efd
-		l.alive.Lock()
-		p.stats.drainStarts.Add(1)
-		p.stats.drainLoops.Add(1)
-		go l.runDedicated(p)
 	case Nested:
 		// os.NewFile registers a descriptor with the runtime poller only if
 		// it is already non-blocking. The epoll fd is dup'ed so that the
@@ -138,15 +138,15 @@ func (l *drainLoop) start(p *shard) error {
 		}
 		l.rc = rc
 		l.drainFn = func(uintptr) bool { return l.drainNow(p) }
-		// The loop itself starts with the first registered descriptor.
 	}
+	// The loop itself starts with the first registered descriptor.
 	return nil
 }
 
 // registered is called by open after it has counted a new descriptor:
-// it starts the nested loop if none is running.
+// it starts the loop if none is running.
 func (l *drainLoop) registered(p *shard) {
-	if p.poller.opts.Strategy != Nested || l.running.Load() {
+	if l.running.Load() {
 		return
 	}
 	l.mu.Lock()
@@ -155,7 +155,11 @@ func (l *drainLoop) registered(p *shard) {
 		l.alive.Lock() // a loop that has just decided to exit may still hold it
 		p.stats.drainStarts.Add(1)
 		p.stats.drainLoops.Add(1)
-		go l.runNested(p)
+		if p.poller.opts.Strategy == Dedicated {
+			go l.runDedicated(p)
+		} else {
+			go l.runNested(p)
+		}
 	}
 	l.mu.Unlock()
 }
@@ -165,24 +169,36 @@ func (l *drainLoop) registered(p *shard) {
 // scheduled, the nested loop checks idleLinger from now, and exits if the
 // shard is still empty then.
 func (l *drainLoop) unregistered(p *shard) {
-	if p.poller.opts.Strategy != Nested {
+	if !l.armed.CompareAndSwap(false, true) {
 		return
 	}
-	if !l.armed.CompareAndSwap(false, true) {
+	if p.poller.opts.Strategy == Dedicated {
+		l.wake()
 		return
 	}
 	// An error means stop has closed epfile, which ends the loop anyway.
 	_ = l.epfile.SetReadDeadline(time.Now().Add(time.Duration(idleLinger.Load())))
 }
 
-// runDedicated is the seed's drain loop: epoll_wait(-1) forever, EINTR
-// retried (in Go it is common: the runtime preempts with SIGURG).
+// wake makes the dedicated loop's eventfd readable. A write can fail only
+// if the counter would overflow (it is read back at every wake) or the
+// eventfd is gone (stop closes it after the loop has ended).
+func (l *drainLoop) wake() error {
+	one := [8]byte{1}
+	_, err := unix.Write(l.eventfd, one[:])
+	return err
+}
+
+// runDedicated is the seed's drain loop: epoll_wait(-1), EINTR retried
+// (in Go it is common: the runtime preempts with SIGURG), until stop; and,
+// once an idle check is scheduled, epoll_wait(idleLinger) until it is due.
 func (l *drainLoop) runDedicated(p *shard) {
 	defer l.exited(p)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	timeout := -1
 	for {
-		n, err := unix.EpollWait(p.epfd, l.buf, -1)
+		n, err := unix.EpollWait(p.epfd, l.buf, timeout)
 		if err == unix.EINTR {
 			p.stats.eintr.Add(1)
 			continue
@@ -190,10 +206,23 @@ func (l *drainLoop) runDedicated(p *shard) {
 		if err != nil {
 			panic(fmt.Sprintf("pollfd: epoll_wait failed: %v", err)) // the runtime throws too
 		}
+		if n == 0 && timeout >= 0 { // the idle check is due
+			timeout = -1
+			l.armed.Store(false)
+			if l.exitIfIdle(p) {
+				return
+			}
+			continue
+		}
 		p.stats.recordWait(n)
-		p.dispatch(l.buf[:n])
+		woken := p.dispatch(l.buf[:n])
 		if p.closed.Load() {
 			return
+		}
+		if woken {
+			var cnt [8]byte
+			unix.Read(l.eventfd, cnt[:]) // level-triggered: reset it
+			timeout = int(time.Duration(idleLinger.Load()).Milliseconds())
 		}
 	}
 }
@@ -261,20 +290,19 @@ func (l *drainLoop) drainNow(p *shard) bool {
 
 // stop ends the drain goroutine and waits for it.
 func (l *drainLoop) stop(p *shard) error {
+	l.mu.Lock()
+	l.stopped = true
+	l.mu.Unlock()
 	var err error
 	switch p.poller.opts.Strategy {
 	case Dedicated:
-		var one = [8]byte{1}
-		if _, werr := unix.Write(l.eventfd, one[:]); werr != nil {
+		if werr := l.wake(); werr != nil {
 			err = os.NewSyscallError("write", werr)
 		}
-		l.alive.Lock()
+		l.alive.Lock() // no loop starts once stopped is set
 		l.alive.Unlock()
 		unix.Close(l.eventfd)
 	case Nested:
-		l.mu.Lock()
-		l.stopped = true
-		l.mu.Unlock()
 		err = l.epfile.Close()
 		l.alive.Lock() // no loop starts once stopped is set
 		l.alive.Unlock()

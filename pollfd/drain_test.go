@@ -15,10 +15,10 @@ import (
 	"github.com/gatenet/gatenet/pollfd"
 )
 
-// nestedOnly is the nested strategy without harvesting: a parked waiter
-// can then be woken by nothing but the drain loop, so a missing loop is a
-// Wait that never returns.
-var nestedOnly = pollfd.Options{Strategy: pollfd.Nested}
+// loopOnly is each strategy without harvesting: a parked waiter can then
+// be woken by nothing but the drain loop, so a missing loop is a Wait
+// that never returns.
+var loopOnly = []pollfd.Options{{Strategy: pollfd.Nested}, {Strategy: pollfd.Dedicated}}
 
 // deliveredByLoop parks a reader on d (a pipe's read end whose write end
 // is w) and checks that the drain loop wakes it for a byte written after
@@ -37,46 +37,33 @@ func deliveredByLoop(t *testing.T, p *pollfd.Poller, d *pollfd.Desc, w int) {
 	require.NoError(t, err)
 }
 
-// TestDrainLoopIdleExit: the nested drain loop starts with the first
-// registered descriptor, ends once none is left (after its linger), and
-// starts again, delivering events, with the next one. The dedicated loop
-// runs from New to Close.
+// TestDrainLoopIdleExit: a drain loop, of either strategy, starts with
+// the first registered descriptor, ends once none is left (after its
+// linger), and starts again, delivering events, with the next one.
 func TestDrainLoopIdleExit(t *testing.T) {
 	testutil.CheckLeaks(t)
 	testutil.Watchdog(t, 3*time.Minute)
-	t.Run("nested", func(t *testing.T) {
-		p := testutil.NewPoller(t, nestedOnly)
-		st := p.Stats()
-		require.Zero(t, st.DrainLoops, "a loop before any descriptor was registered")
-		require.Zero(t, st.DrainStarts)
+	for _, opts := range loopOnly {
+		t.Run(opts.String(), func(t *testing.T) {
+			p := testutil.NewPoller(t, opts)
+			st := p.Stats()
+			require.Zero(t, st.DrainLoops, "a loop before any descriptor was registered")
+			require.Zero(t, st.DrainStarts)
 
-		r, w := newPipe(t)
-		for round := 1; round <= 3; round++ {
-			d, err := p.Open(r)
-			require.NoError(t, err)
-			st = p.Stats()
-			require.EqualValues(t, 1, st.DrainLoops, "round %d: registered, but no loop", round)
-			require.EqualValues(t, round, st.DrainStarts)
-			deliveredByLoop(t, p, d, w)
-			closeDesc(t, d)
-			waitUntil(t, "the drain loop to exit", func() bool { return p.Stats().DrainLoops == 0 })
-			require.EqualValues(t, round, p.Stats().DrainStarts)
-		}
-	})
-	t.Run("dedicated", func(t *testing.T) {
-		p, err := pollfd.New(pollfd.Options{Strategy: pollfd.Dedicated})
-		require.NoError(t, err)
-		require.EqualValues(t, 1, p.Stats().DrainLoops)
-		r, w := newPipe(t)
-		d, err := p.Open(r)
-		require.NoError(t, err)
-		deliveredByLoop(t, p, d, w)
-		closeDesc(t, d)
-		require.EqualValues(t, 1, p.Stats().DrainLoops, "the dedicated loop lives as long as its poller")
-		require.NoError(t, p.Close())
-		require.Zero(t, p.Stats().DrainLoops)
-		require.EqualValues(t, 1, p.Stats().DrainStarts)
-	})
+			r, w := newPipe(t)
+			for round := 1; round <= 3; round++ {
+				d, err := p.Open(r)
+				require.NoError(t, err)
+				st = p.Stats()
+				require.EqualValues(t, 1, st.DrainLoops, "round %d: registered, but no loop", round)
+				require.EqualValues(t, round, st.DrainStarts)
+				deliveredByLoop(t, p, d, w)
+				closeDesc(t, d)
+				waitUntil(t, "the drain loop to exit", func() bool { return p.Stats().DrainLoops == 0 })
+				require.EqualValues(t, round, p.Stats().DrainStarts)
+			}
+		})
+	}
 }
 
 // TestDrainLoopRestartRace: with no linger, every Close of a shard's last
@@ -86,10 +73,17 @@ func TestDrainLoopIdleExit(t *testing.T) {
 // Wait (the watchdog reports it); and the exits must really happen (the
 // loop was started more than once).
 func TestDrainLoopRestartRace(t *testing.T) {
-	testutil.CheckLeaks(t)
 	testutil.Watchdog(t, 5*time.Minute)
 	t.Cleanup(pollfd.SetIdleLinger(0))
-	p := testutil.NewPoller(t, nestedOnly)
+	for _, opts := range loopOnly {
+		t.Run(opts.String(), func(t *testing.T) {
+			testutil.CheckLeaks(t)
+			restartRace(t, testutil.NewPoller(t, opts))
+		})
+	}
+}
+
+func restartRace(t *testing.T, p *pollfd.Poller) {
 
 	const workers = 4
 	rounds := 400

@@ -91,13 +91,15 @@ func (s *shard) open(fd int) (*Desc, error) {
 	return d, nil
 }
 
-// dispatch hands a batch of events to their descriptors.
-func (s *shard) dispatch(events []unix.EpollEvent) {
+// dispatch hands a batch of events to their descriptors. It reports
+// whether the batch held the dedicated loop's wake-up (wakeToken).
+func (s *shard) dispatch(events []unix.EpollEvent) (woken bool) {
 	delivered, stale := 0, 0
 	for i := range events {
 		ev := &events[i]
 		token := eventToken(ev)
-		if token == shutdownToken {
+		if token == wakeToken {
+			woken = true
 			continue
 		}
 		d := s.table.lookup(token)
@@ -114,6 +116,7 @@ func (s *shard) dispatch(events []unix.EpollEvent) {
 	if stale > 0 {
 		s.stats.staleEvents.Add(uint64(stale))
 	}
+	return woken
 }
 
 // close stops the drain loop and closes the epoll descriptor.

@@ -18,21 +18,10 @@ import (
 	"github.com/gatenet/gatenet/pollfd"
 )
 
-// GoleakOptions ignores the dedicated strategy's drain thread, which lives
-// as long as its poller (GATENET_POLLER=dedicated makes it the default
-// poller's, for the process's life). The default, nested, drain loop is
-// not ignored: it exits once nothing is registered (pollfd/drain.go), so
-// a test that leaves a descriptor open fails here.
-func GoleakOptions() []goleak.Option {
-	return []goleak.Option{
-		goleak.IgnoreAnyFunction("github.com/gatenet/gatenet/pollfd.(*drainLoop).runDedicated"),
-	}
-}
-
 // VerifyTestMain runs the package's tests and fails if any goroutine leaked.
 // Call it from TestMain.
 func VerifyTestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, GoleakOptions()...)
+	goleak.VerifyTestMain(m)
 }
 
 // StartPollers starts gatenet's default poller and the Go runtime's (which
@@ -103,7 +92,7 @@ func CheckLeaks(t testing.TB) {
 		if after > before {
 			t.Errorf("descriptor leak: %d open before the test, %d after", before, after)
 		}
-		goleak.VerifyNone(t, append(GoleakOptions(), preexisting)...)
+		goleak.VerifyNone(t, preexisting)
 	})
 }
 
