@@ -7,9 +7,9 @@ package pollfd
 // life cycle).
 //
 // Either loop runs only while the shard has descriptors registered, so
-// that a program (or a test checking for leaked goroutines
-// with goleak) that has closed every conn, listener and pipe is left with
-// no gatenet goroutine, as net's poller leaves none. The epoll instance
+// that a program (or a test checking for leaked goroutines with goleak)
+// that has closed every conn, listener and pipe is left with no gatenet
+// goroutine, as net's poller leaves none. The epoll instance
 // (and the nested loop's dup of it in the runtime's poller, or the
 // dedicated loop's eventfd) stays, as the runtime's own epoll descriptor
 // does.
@@ -41,11 +41,11 @@ package pollfd
 //
 // Why D cannot park forever with nothing registered: D clears the
 // deadline (dedicated: has read the eventfd), then armed, before it reads
-// registered. A Close whose
-// decrement that read missed comes after it, so its CompareAndSwap comes
-// after D cleared armed: either it arms, setting a deadline after D's
-// clear, or another Close armed first, after D's clear too. Either way a
-// check is pending and D wakes again. A check D never sees (it exited
+// registered. A Close whose decrement that read missed comes after it, so
+// its CompareAndSwap comes after D cleared armed: either it arms, setting
+// a deadline (writing the eventfd) after D's clear, or another Close armed
+// first, after D's clear too. Either way a check is pending and D wakes
+// again. A check D never sees (it exited
 // first, and a new D inherits it) costs the new D one spurious check,
 // nothing more.
 //
