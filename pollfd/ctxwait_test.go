@@ -46,9 +46,8 @@ func (c *countingCtx) AfterFunc(f func()) func() bool {
 	defer c.mu.Unlock()
 	c.registered++
 	if c.funcs == nil {
-		// Already cancelled: run f at once, as context.AfterFunc does
-		// (pollfd registers on a goroutine of its own, so this happens
-		// when the cancel overtakes it).
+		// Already cancelled: run f at once. (context.AfterFunc does not
+		// get here: it checks Done first and runs f itself.)
 		go f()
 		return func() bool { return false }
 	}
@@ -167,6 +166,14 @@ func TestWaitContextRegistration(t *testing.T) {
 				var b [8]byte
 				_, err = unix.Read(ds[0].Fd(), b[:])
 				require.NoError(t, err)
+				// The registration is made off the waiter's goroutine; a
+				// cancel that overtook it would find context.AfterFunc
+				// running the callback at once, never calling the
+				// context's AfterFunc, and the count below would be 0.
+				waitUntil(t, "the replacing registration", func() bool {
+					reg, _ := other.counts()
+					return reg == 1
+				})
 				continue
 			}
 			other.cancel()
