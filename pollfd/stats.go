@@ -13,7 +13,7 @@ import (
 // enough to leave on.
 type Stats struct {
 	Registered  int64  // descriptors registered now
-	DrainLoops  int64  // drain goroutines running now (nested: only while descriptors are registered; drain.go)
+	DrainLoops  int64  // drain goroutines running now (only while descriptors are registered; drain.go)
 	DrainStarts uint64 // drain goroutines started
 	EpollWaits  uint64 // epoll_wait returns in the drain loop
 	Events      uint64 // events delivered to a registered descriptor

@@ -15,7 +15,7 @@ import (
 // generation moves on, so an event fetched for the old registration — by an
 // epoll_wait already in flight — finds a different token in the slot and is
 // dropped. Token 0 is never issued: generations start at 1; the dedicated
-// drain loop's shutdown eventfd uses it.
+// drain loop's wake-up eventfd uses it (drain.go, wakeToken).
 const (
 	chunkBits = 12
 	chunkSize = 1 << chunkBits
