@@ -441,16 +441,7 @@ func (fd *descriptor) Dup() (int, string, error) {
 // Fstat wraps fstat(2) with EINTR retried. It fills a syscall.Stat_t, the
 // type os.FileInfo.Sys returns, so callers' type assertions carry over.
 func (fd *descriptor) Fstat(st *syscall.Stat_t) error {
-	if err := fd.incref(); err != nil {
-		return err
-	}
-	defer fd.decref()
-	for {
-		err := syscall.Fstat(fd.sysfd, st)
-		if err != syscall.EINTR {
-			return err
-		}
-	}
+	return fd.control(func(sysfd int) error { return syscall.Fstat(sysfd, st) })
 }
 
 // ignoringEINTRIO retries an I/O syscall interrupted by a signal. Go's

@@ -269,6 +269,14 @@ func TestFileNilMethods(t *testing.T) {
 		out = append(out, "fi nil: "+strconv.FormatBool(fi == nil))
 		add("Close", f.Close())
 		out = append(out, "Fd: "+strconv.FormatUint(uint64(f.Fd()), 16))
+		_, err = f.WriteString("x")
+		add("WriteString", err)
+		_, err = f.Seek(0, io.SeekStart)
+		add("Seek", err)
+		add("Sync", f.Sync())
+		add("Truncate", f.Truncate(0))
+		add("Chmod", f.Chmod(0o600))
+		add("Chown", f.Chown(-1, -1))
 		return out
 	}
 	want := observe((*os.File)(nil))

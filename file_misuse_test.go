@@ -9,6 +9,7 @@ package gatenet_test
 // os's, and nothing may panic.
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -133,6 +134,14 @@ func observeAfterClose(t *testing.T, f fileLike) fileOpLog {
 	l.add("RawWrite", 0, rc.Write(func(uintptr) bool { called = true; return true }))
 	l = append(l, "raw callbacks called: "+strconv.FormatBool(called))
 	l.add("Close", 0, f.Close())
+	n, err = f.WriteString("x")
+	l.add("WriteString", n, err)
+	off, err := f.Seek(0, io.SeekStart)
+	l.add("Seek", int(off), err)
+	l.add("Sync", 0, f.Sync())
+	l.add("Truncate", 0, f.Truncate(0))
+	l.add("Chmod", 0, f.Chmod(0o600))
+	l.add("Chown", 0, f.Chown(-1, -1))
 	l = append(l, "Name: "+f.Name())
 	return l
 }

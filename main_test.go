@@ -43,6 +43,12 @@ type fileLike interface {
 	SetReadDeadline(time.Time) error
 	SetWriteDeadline(time.Time) error
 	SyscallConn() (syscall.RawConn, error)
+	io.StringWriter
+	io.Seeker
+	Sync() error
+	Truncate(size int64) error
+	Chmod(mode os.FileMode) error
+	Chown(uid, gid int) error
 }
 
 var (
