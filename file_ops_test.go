@@ -78,15 +78,15 @@ func TestFileOpsPipe(t *testing.T) {
 }
 
 // fileOpsOnPath runs observeFileOps on path opened by os and by gatenet in
-// turn (make creates it afresh each time: one path, so the errors compare
+// turn (create makes it afresh each time: one path, so the errors compare
 // equal), checks each log, and requires the two to be equal.
-func fileOpsOnPath(t *testing.T, path string, flag int, make func(t *testing.T), check func(t *testing.T, l fileOpLog)) {
+func fileOpsOnPath(t *testing.T, path string, flag int, create func(t *testing.T), check func(t *testing.T, l fileOpLog)) {
 	var results []fileOpLog
 	for _, op := range fileOpeners() {
 		t.Run(op.name, func(t *testing.T) {
 			testutil.CheckLeaks(t)
 			os.Remove(path)
-			make(t)
+			create(t)
 			f, err := op.open(path, flag, 0o600)
 			require.NoError(t, err)
 			closeFilesAtEnd(t, f)
