@@ -44,7 +44,7 @@ func StartPollers() {
 }
 
 // WaitPollerIdle waits until p has no descriptor registered and no drain
-// loop running (a nested loop exits shortly after the last Close:
+// loop running (a drain loop exits shortly after the last Close:
 // pollfd/drain.go), failing the test after a minute.
 func WaitPollerIdle(t testing.TB, p *pollfd.Poller) {
 	t.Helper()
