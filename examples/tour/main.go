@@ -313,7 +313,7 @@ func tourReadyQueue(name string) error {
 func tourStats(name string) error {
 	p := pollfd.Default()
 	s := p.Stats()
-	for limit := time.Now().Add(2 * time.Second); s.DrainLoops != 0 && time.Now().Before(limit); s = p.Stats() {
+	for limit := time.Now().Add(2 * time.Second); (s.Registered != 0 || s.DrainLoops != 0) && time.Now().Before(limit); s = p.Stats() {
 		time.Sleep(time.Millisecond)
 	}
 	step(s.Registered == 0 && s.DrainLoops == 0 && s.Events > 0 && s.Parks > 0 && s.WakeupsEvent > 0 && s.WakeupsDeadline > 0 && s.WakeupsClose > 0, name,
