@@ -181,55 +181,48 @@ func neverOpenedFd(t testing.TB) int {
 func TestFileMisuseNeverOpened(t *testing.T) {
 	testutil.CheckLeaks(t)
 	fd := neverOpenedFd(t)
-	var logs []fileOpLog
-	for _, op := range fileOpeners() {
-		t.Run(op.name, func(t *testing.T) {
-			testutil.CheckLeaks(t)
-			f := op.wrap(uintptr(fd), "ghost")
-			require.NotNil(t, f)
-			var l fileOpLog
-			buf := make([]byte, 4)
-			n, err := f.Read(buf)
-			l.add("Read", n, err)
-			n, err = f.Read(nil)
-			l.add("Read(nil)", n, err)
-			n, err = f.Write([]byte("x"))
-			l.add("Write", n, err)
-			n, err = f.Write(nil)
-			l.add("Write(nil)", n, err)
-			n, err = f.ReadAt(buf, 3)
-			l.add("ReadAt", n, err)
-			n, err = f.WriteAt([]byte("x"), 3)
-			l.add("WriteAt", n, err)
-			l.add("SetDeadline", 0, f.SetDeadline(time.Now().Add(time.Second)))
-			l.add("SetReadDeadline", 0, f.SetReadDeadline(time.Now().Add(time.Second)))
-			_, err = f.Stat()
-			l.add("Stat", 0, err)
-			l = append(l, "Fd: "+strconv.FormatUint(uint64(f.Fd()), 10))
-			rc, err := f.SyscallConn()
-			l.add("SyscallConn", 0, err)
-			seen := -1
-			l.add("Control", 0, rc.Control(func(u uintptr) { seen = int(u) }))
-			l = append(l, "Control saw: "+strconv.Itoa(seen))
-			l.add("RawRead(true)", 0, rc.Read(func(uintptr) bool { return true }))
-			l.add("RawRead(false)", 0, rc.Read(func(uintptr) bool { return false }))
-			l.add("Close", 0, f.Close())
-			l.add("Close again", 0, f.Close())
-			l = append(l, "Name: "+f.Name())
+	openersSideBySide(t, func(t *testing.T, op fileOpener) fileOpLog {
+		f := op.wrap(uintptr(fd), "ghost")
+		require.NotNil(t, f)
+		var l fileOpLog
+		buf := make([]byte, 4)
+		n, err := f.Read(buf)
+		l.add("Read", n, err)
+		n, err = f.Read(nil)
+		l.add("Read(nil)", n, err)
+		n, err = f.Write([]byte("x"))
+		l.add("Write", n, err)
+		n, err = f.Write(nil)
+		l.add("Write(nil)", n, err)
+		n, err = f.ReadAt(buf, 3)
+		l.add("ReadAt", n, err)
+		n, err = f.WriteAt([]byte("x"), 3)
+		l.add("WriteAt", n, err)
+		l.add("SetDeadline", 0, f.SetDeadline(time.Now().Add(time.Second)))
+		l.add("SetReadDeadline", 0, f.SetReadDeadline(time.Now().Add(time.Second)))
+		_, err = f.Stat()
+		l.add("Stat", 0, err)
+		l = append(l, "Fd: "+strconv.FormatUint(uint64(f.Fd()), 10))
+		rc, err := f.SyscallConn()
+		l.add("SyscallConn", 0, err)
+		seen := -1
+		l.add("Control", 0, rc.Control(func(u uintptr) { seen = int(u) }))
+		l = append(l, "Control saw: "+strconv.Itoa(seen))
+		l.add("RawRead(true)", 0, rc.Read(func(uintptr) bool { return true }))
+		l.add("RawRead(false)", 0, rc.Read(func(uintptr) bool { return false }))
+		l.add("Close", 0, f.Close())
+		l.add("Close again", 0, f.Close())
+		l = append(l, "Name: "+f.Name())
 
-			require.Contains(t, l[0], "read ghost: bad file descriptor")
-			require.Contains(t, l[6], "SetDeadline: n=0 file type does not support deadline")
-			require.Equal(t, "Fd: "+strconv.Itoa(fd), l[9])
-			require.Equal(t, "Control saw: "+strconv.Itoa(fd), l[12])
-			require.Contains(t, l[14], "waiting for unsupported file type")
-			require.Contains(t, l[15], "close ghost: bad file descriptor")
-			require.Contains(t, l[16], "close ghost: file already closed")
-			logs = append(logs, l)
-		})
-	}
-	if len(logs) == 2 {
-		require.Equal(t, logs[0], logs[1], "gatenet differs from os")
-	}
+		require.Contains(t, l[0], "read ghost: bad file descriptor")
+		require.Contains(t, l[6], "SetDeadline: n=0 file type does not support deadline")
+		require.Equal(t, "Fd: "+strconv.Itoa(fd), l[9])
+		require.Equal(t, "Control saw: "+strconv.Itoa(fd), l[12])
+		require.Contains(t, l[14], "waiting for unsupported file type")
+		require.Contains(t, l[15], "close ghost: bad file descriptor")
+		require.Contains(t, l[16], "close ghost: file already closed")
+		return l
+	})
 }
 
 // WriteAt on a file opened with O_APPEND is refused, as by os (which
@@ -238,34 +231,27 @@ func TestFileMisuseWriteAtAppend(t *testing.T) {
 	testutil.CheckLeaks(t)
 	path := filepath.Join(t.TempDir(), "log")
 	require.NoError(t, os.WriteFile(path, []byte("0123456789"), 0o600))
-	var logs []fileOpLog
-	for _, op := range fileOpeners() {
-		t.Run(op.name, func(t *testing.T) {
-			testutil.CheckLeaks(t)
-			var l fileOpLog
-			f, err := op.open(path, os.O_WRONLY|os.O_APPEND, 0)
-			require.NoError(t, err)
-			closeFilesAtEnd(t, f)
-			n, err := f.WriteAt([]byte("x"), 0)
-			l.add("OpenFile(O_APPEND).WriteAt", n, err)
-			n, err = f.WriteAt(nil, -1)
-			l.add("OpenFile(O_APPEND).WriteAt(nil, -1)", n, err)
+	openersSideBySide(t, func(t *testing.T, op fileOpener) fileOpLog {
+		var l fileOpLog
+		f, err := op.open(path, os.O_WRONLY|os.O_APPEND, 0)
+		require.NoError(t, err)
+		closeFilesAtEnd(t, f)
+		n, err := f.WriteAt([]byte("x"), 0)
+		l.add("OpenFile(O_APPEND).WriteAt", n, err)
+		n, err = f.WriteAt(nil, -1)
+		l.add("OpenFile(O_APPEND).WriteAt(nil, -1)", n, err)
 
-			fd, err := unix.Open(path, unix.O_WRONLY|unix.O_APPEND|unix.O_CLOEXEC, 0)
-			require.NoError(t, err)
-			g := op.wrap(uintptr(fd), "appender")
-			closeFilesAtEnd(t, g)
-			n, err = g.WriteAt([]byte("x"), 0)
-			l.add("NewFile(O_APPEND fd).WriteAt", n, err)
+		fd, err := unix.Open(path, unix.O_WRONLY|unix.O_APPEND|unix.O_CLOEXEC, 0)
+		require.NoError(t, err)
+		g := op.wrap(uintptr(fd), "appender")
+		closeFilesAtEnd(t, g)
+		n, err = g.WriteAt([]byte("x"), 0)
+		l.add("NewFile(O_APPEND fd).WriteAt", n, err)
 
-			require.Contains(t, l[0], "os: invalid use of WriteAt on file opened with O_APPEND")
-			require.Contains(t, l[2], "os: invalid use of WriteAt on file opened with O_APPEND")
-			logs = append(logs, l)
-		})
-	}
-	if len(logs) == 2 {
-		require.Equal(t, logs[0], logs[1], "gatenet differs from os")
-	}
+		require.Contains(t, l[0], "os: invalid use of WriteAt on file opened with O_APPEND")
+		require.Contains(t, l[2], "os: invalid use of WriteAt on file opened with O_APPEND")
+		return l
+	})
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	require.Equal(t, "0123456789", string(b), "nothing was written")

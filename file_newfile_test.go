@@ -56,6 +56,23 @@ func fileOpeners() []fileOpener {
 	}
 }
 
+// openersSideBySide runs check once through os's opener and once through
+// gatenet's, each in a subtest with leak checks, and requires the two
+// observations to be equal (when both subtests got that far).
+func openersSideBySide[T any](t *testing.T, check func(t *testing.T, op fileOpener) T) {
+	t.Helper()
+	var results []T
+	for _, op := range fileOpeners() {
+		t.Run(op.name, func(t *testing.T) {
+			testutil.CheckLeaks(t)
+			results = append(results, check(t, op))
+		})
+	}
+	if len(results) == 2 {
+		require.Equal(t, results[0], results[1], "gatenet differs from os")
+	}
+}
+
 // blockingIOObs is what a non-pollable (blocking) File shows.
 type blockingIOObs struct {
 	SetDL, SetRDL, SetWDL fileErrObs
@@ -114,56 +131,42 @@ func expectBlockingIOFile(t *testing.T, o blockingIOObs) {
 // returns the bare os.ErrNoDeadline.
 func TestFileRegularOpenFile(t *testing.T) {
 	testutil.CheckLeaks(t)
-	var results []blockingIOObs
-	for _, op := range fileOpeners() {
-		t.Run(op.name, func(t *testing.T) {
-			testutil.CheckLeaks(t)
-			path := filepath.Join(t.TempDir(), "f")
-			f, err := op.open(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	openersSideBySide(t, func(t *testing.T, op fileOpener) blockingIOObs {
+		path := filepath.Join(t.TempDir(), "f")
+		f, err := op.open(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+		require.NoError(t, err)
+		closeFilesAtEnd(t, f)
+		o := observeBlockingIOFile(t, f, func() fileLike {
+			g, err := op.open(path, os.O_RDONLY, 0)
 			require.NoError(t, err)
-			closeFilesAtEnd(t, f)
-			o := observeBlockingIOFile(t, f, func() fileLike {
-				g, err := op.open(path, os.O_RDONLY, 0)
-				require.NoError(t, err)
-				return g
-			})
-			expectBlockingIOFile(t, o)
-			results = append(results, o)
+			return g
 		})
-	}
-	if len(results) == 2 {
-		require.Equal(t, results[0], results[1], "gatenet differs from os")
-	}
+		expectBlockingIOFile(t, o)
+		return o
+	})
 }
 
 // Row 59/60: NewFile on a blocking regular file's descriptor.
 func TestFileRegularNewFile(t *testing.T) {
 	testutil.CheckLeaks(t)
-	var results []blockingIOObs
-	for _, op := range fileOpeners() {
-		t.Run(op.name, func(t *testing.T) {
-			testutil.CheckLeaks(t)
-			path := filepath.Join(t.TempDir(), "f")
-			created, err := os.Create(path)
+	openersSideBySide(t, func(t *testing.T, op fileOpener) blockingIOObs {
+		path := filepath.Join(t.TempDir(), "f")
+		created, err := os.Create(path)
+		require.NoError(t, err)
+		defer created.Close()
+		dup, err := unix.FcntlInt(created.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+		require.NoError(t, err)
+		f := op.wrap(uintptr(dup), path)
+		require.NotNil(t, f)
+		closeFilesAtEnd(t, f)
+		o := observeBlockingIOFile(t, f, func() fileLike {
+			g, err := os.Open(path)
 			require.NoError(t, err)
-			defer created.Close()
-			dup, err := unix.FcntlInt(created.Fd(), unix.F_DUPFD_CLOEXEC, 0)
-			require.NoError(t, err)
-			f := op.wrap(uintptr(dup), path)
-			require.NotNil(t, f)
-			closeFilesAtEnd(t, f)
-			o := observeBlockingIOFile(t, f, func() fileLike {
-				g, err := os.Open(path)
-				require.NoError(t, err)
-				return g
-			})
-			expectBlockingIOFile(t, o)
-			results = append(results, o)
+			return g
 		})
-	}
-	if len(results) == 2 {
-		require.Equal(t, results[0], results[1], "gatenet differs from os")
-	}
+		expectBlockingIOFile(t, o)
+		return o
+	})
 }
 
 // A directory is not pollable either: blocking, os.ErrNoDeadline, and a
@@ -177,32 +180,25 @@ func TestFileDirectory(t *testing.T) {
 		IsDir    bool
 	}
 	dir := t.TempDir()
-	var results []obs
-	for _, op := range fileOpeners() {
-		t.Run(op.name, func(t *testing.T) {
-			testutil.CheckLeaks(t)
-			f, err := op.open(dir, os.O_RDONLY, 0)
-			require.NoError(t, err)
-			closeFilesAtEnd(t, f)
-			var o obs
-			o.SetDL = observeFileErr(f.SetDeadline(time.Now().Add(time.Hour)))
-			o.Nonblock = fileNonblocking(t, f)
-			_, err = f.Read(make([]byte, 8))
-			o.ReadErr = observeFileErr(err)
-			fi, err := f.Stat()
-			require.NoError(t, err)
-			o.IsDir = fi.IsDir()
-			require.True(t, o.SetDL.NoDL)
-			require.False(t, o.Nonblock)
-			require.Equal(t, "read "+dir+": is a directory", o.ReadErr.Text)
-			require.Equal(t, "syscall.Errno: is a directory", o.ReadErr.Inner)
-			require.True(t, o.IsDir)
-			results = append(results, o)
-		})
-	}
-	if len(results) == 2 {
-		require.Equal(t, results[0], results[1], "gatenet differs from os")
-	}
+	openersSideBySide(t, func(t *testing.T, op fileOpener) obs {
+		f, err := op.open(dir, os.O_RDONLY, 0)
+		require.NoError(t, err)
+		closeFilesAtEnd(t, f)
+		var o obs
+		o.SetDL = observeFileErr(f.SetDeadline(time.Now().Add(time.Hour)))
+		o.Nonblock = fileNonblocking(t, f)
+		_, err = f.Read(make([]byte, 8))
+		o.ReadErr = observeFileErr(err)
+		fi, err := f.Stat()
+		require.NoError(t, err)
+		o.IsDir = fi.IsDir()
+		require.True(t, o.SetDL.NoDL)
+		require.False(t, o.Nonblock)
+		require.Equal(t, "read "+dir+": is a directory", o.ReadErr.Text)
+		require.Equal(t, "syscall.Errno: is a directory", o.ReadErr.Inner)
+		require.True(t, o.IsDir)
+		return o
+	})
 }
 
 // NewFile of a negative descriptor returns nil, as os.NewFile does.
@@ -224,37 +220,30 @@ func TestFileNewFileClosedFd(t *testing.T) {
 		SetDL, Close fileErrObs
 		Close2       fileErrObs
 	}
-	var results []obs
-	for _, op := range fileOpeners() {
-		t.Run(op.name, func(t *testing.T) {
-			testutil.CheckLeaks(t)
-			var p [2]int
-			require.NoError(t, unix.Pipe2(p[:], unix.O_CLOEXEC))
-			require.NoError(t, unix.Close(p[1]))
-			require.NoError(t, unix.Close(p[0]))
-			// Nothing in this test opens a descriptor until f is closed,
-			// so the number stays free.
-			f := op.wrap(uintptr(p[0]), "closed")
-			require.NotNil(t, f)
-			var o obs
-			var err error
-			o.ReadN, err = f.Read(make([]byte, 4))
-			o.Read = observeFileErr(err)
-			_, err = f.Write([]byte("x"))
-			o.Write = observeFileErr(err)
-			o.SetDL = observeFileErr(f.SetDeadline(time.Now().Add(time.Hour)))
-			o.Close = observeFileErr(f.Close())
-			o.Close2 = observeFileErr(f.Close())
-			require.Equal(t, "read closed: bad file descriptor", o.Read.Text)
-			require.True(t, o.Read.EBADF && o.Read.PathErr)
-			require.True(t, o.Close.EBADF)
-			require.True(t, o.Close2.Closed)
-			results = append(results, o)
-		})
-	}
-	if len(results) == 2 {
-		require.Equal(t, results[0], results[1], "gatenet differs from os")
-	}
+	openersSideBySide(t, func(t *testing.T, op fileOpener) obs {
+		var p [2]int
+		require.NoError(t, unix.Pipe2(p[:], unix.O_CLOEXEC))
+		require.NoError(t, unix.Close(p[1]))
+		require.NoError(t, unix.Close(p[0]))
+		// Nothing in this test opens a descriptor until f is closed,
+		// so the number stays free.
+		f := op.wrap(uintptr(p[0]), "closed")
+		require.NotNil(t, f)
+		var o obs
+		var err error
+		o.ReadN, err = f.Read(make([]byte, 4))
+		o.Read = observeFileErr(err)
+		_, err = f.Write([]byte("x"))
+		o.Write = observeFileErr(err)
+		o.SetDL = observeFileErr(f.SetDeadline(time.Now().Add(time.Hour)))
+		o.Close = observeFileErr(f.Close())
+		o.Close2 = observeFileErr(f.Close())
+		require.Equal(t, "read closed: bad file descriptor", o.Read.Text)
+		require.True(t, o.Read.EBADF && o.Read.PathErr)
+		require.True(t, o.Close.EBADF)
+		require.True(t, o.Close2.Closed)
+		return o
+	})
 }
 
 // Row 60: NewFile on an already non-blocking descriptor is pollable, and
@@ -266,29 +255,22 @@ func TestFileNewFileNonblocking(t *testing.T) {
 		Timeout        fileErrObs
 		NonblockAfterF bool
 	}
-	var results []obs
-	for _, op := range fileOpeners() {
-		t.Run(op.name, func(t *testing.T) {
-			testutil.CheckLeaks(t)
-			var p [2]int
-			require.NoError(t, unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK))
-			r, w := op.wrap(uintptr(p[0]), "r"), op.wrap(uintptr(p[1]), "w")
-			closeFilesAtEnd(t, r, w)
-			var o obs
-			o.SetDL = observeFileErr(r.SetReadDeadline(time.Now().Add(10 * time.Millisecond)))
-			_, err := r.Read(make([]byte, 1))
-			o.Timeout = observeFileErr(err)
-			r.Fd()
-			o.NonblockAfterF = fileNonblocking(t, r)
-			require.True(t, o.SetDL.Nil)
-			require.Equal(t, "read r: i/o timeout", o.Timeout.Text)
-			require.True(t, o.NonblockAfterF)
-			results = append(results, o)
-		})
-	}
-	if len(results) == 2 {
-		require.Equal(t, results[0], results[1], "gatenet differs from os")
-	}
+	openersSideBySide(t, func(t *testing.T, op fileOpener) obs {
+		var p [2]int
+		require.NoError(t, unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK))
+		r, w := op.wrap(uintptr(p[0]), "r"), op.wrap(uintptr(p[1]), "w")
+		closeFilesAtEnd(t, r, w)
+		var o obs
+		o.SetDL = observeFileErr(r.SetReadDeadline(time.Now().Add(10 * time.Millisecond)))
+		_, err := r.Read(make([]byte, 1))
+		o.Timeout = observeFileErr(err)
+		r.Fd()
+		o.NonblockAfterF = fileNonblocking(t, r)
+		require.True(t, o.SetDL.Nil)
+		require.Equal(t, "read r: i/o timeout", o.Timeout.Text)
+		require.True(t, o.NonblockAfterF)
+		return o
+	})
 }
 
 // The documented difference: gatenet.NewFile makes a blocking pipe

@@ -81,23 +81,16 @@ func TestFileOpsPipe(t *testing.T) {
 // turn (create makes it afresh each time: one path, so the errors compare
 // equal), checks each log, and requires the two to be equal.
 func fileOpsOnPath(t *testing.T, path string, flag int, create func(t *testing.T), check func(t *testing.T, l fileOpLog)) {
-	var results []fileOpLog
-	for _, op := range fileOpeners() {
-		t.Run(op.name, func(t *testing.T) {
-			testutil.CheckLeaks(t)
-			os.Remove(path)
-			create(t)
-			f, err := op.open(path, flag, 0o600)
-			require.NoError(t, err)
-			closeFilesAtEnd(t, f)
-			l := observeFileOps(t, f)
-			check(t, l)
-			results = append(results, l)
-		})
-	}
-	if len(results) == 2 {
-		require.Equal(t, results[0], results[1], "gatenet differs from os")
-	}
+	openersSideBySide(t, func(t *testing.T, op fileOpener) fileOpLog {
+		os.Remove(path)
+		create(t)
+		f, err := op.open(path, flag, 0o600)
+		require.NoError(t, err)
+		closeFilesAtEnd(t, f)
+		l := observeFileOps(t, f)
+		check(t, l)
+		return l
+	})
 }
 
 func TestFileOpsRegular(t *testing.T) {

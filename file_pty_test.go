@@ -63,65 +63,58 @@ func TestFilePty(t *testing.T) {
 	if _, err := os.Stat("/dev/ptmx"); err != nil {
 		t.Skipf("no pseudo-terminals here: %v", err)
 	}
-	var results []ttyObs
-	for _, op := range fileOpeners() {
-		t.Run(op.name, func(t *testing.T) {
-			testutil.CheckLeaks(t)
-			master, err := op.open("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
-			if err != nil {
-				t.Skipf("opening /dev/ptmx: %v", err)
-			}
-			closeFilesAtEnd(t, master)
-			mfd := fileSysfd(t, master)
-			require.NoError(t, unix.IoctlSetPointerInt(mfd, unix.TIOCSPTLCK, 0), "unlockpt")
-			n, err := unix.IoctlGetInt(mfd, unix.TIOCGPTN)
-			require.NoError(t, err, "ptsname")
-			name := "/dev/pts/" + strconv.Itoa(n)
-			replica, err := op.open(name, os.O_RDWR|unix.O_NOCTTY, 0)
-			if err != nil {
-				t.Skipf("opening the replica %s: %v", name, err)
-			}
-			closeFilesAtEnd(t, replica)
-			ptyMakeRaw(t, replica)
+	openersSideBySide(t, func(t *testing.T, op fileOpener) ttyObs {
+		master, err := op.open("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+		if err != nil {
+			t.Skipf("opening /dev/ptmx: %v", err)
+		}
+		closeFilesAtEnd(t, master)
+		mfd := fileSysfd(t, master)
+		require.NoError(t, unix.IoctlSetPointerInt(mfd, unix.TIOCSPTLCK, 0), "unlockpt")
+		n, err := unix.IoctlGetInt(mfd, unix.TIOCGPTN)
+		require.NoError(t, err, "ptsname")
+		name := "/dev/pts/" + strconv.Itoa(n)
+		replica, err := op.open(name, os.O_RDWR|unix.O_NOCTTY, 0)
+		if err != nil {
+			t.Skipf("opening the replica %s: %v", name, err)
+		}
+		closeFilesAtEnd(t, replica)
+		ptyMakeRaw(t, replica)
 
-			var o ttyObs
-			o.MasterNonblock, o.ReplicaNonblock = fileNonblocking(t, master), fileNonblocking(t, replica)
-			fi, err := master.Stat()
-			require.NoError(t, err)
-			o.MasterMode = fi.Mode().Type()
+		var o ttyObs
+		o.MasterNonblock, o.ReplicaNonblock = fileNonblocking(t, master), fileNonblocking(t, replica)
+		fi, err := master.Stat()
+		require.NoError(t, err)
+		o.MasterMode = fi.Mode().Type()
 
-			start := time.Now()
-			require.NoError(t, master.SetReadDeadline(start.Add(20*time.Millisecond)))
-			_, err = master.Read(make([]byte, 16))
-			require.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond)
-			requirePathError(t, err, "read", "/dev/ptmx", os.ErrDeadlineExceeded)
-			o.Timeout = observeFileErr(err)
-			require.NoError(t, master.SetReadDeadline(time.Time{}))
+		start := time.Now()
+		require.NoError(t, master.SetReadDeadline(start.Add(20*time.Millisecond)))
+		_, err = master.Read(make([]byte, 16))
+		require.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond)
+		requirePathError(t, err, "read", "/dev/ptmx", os.ErrDeadlineExceeded)
+		o.Timeout = observeFileErr(err)
+		require.NoError(t, master.SetReadDeadline(time.Time{}))
 
-			_, err = replica.Write([]byte("hi\n"))
-			require.NoError(t, err)
-			o.ToMaster = ttyReadFull(t, master, 3)
-			_, err = master.Write([]byte("ok\n"))
-			require.NoError(t, err)
-			o.ToReplica = ttyReadFull(t, replica, 3)
+		_, err = replica.Write([]byte("hi\n"))
+		require.NoError(t, err)
+		o.ToMaster = ttyReadFull(t, master, 3)
+		_, err = master.Write([]byte("ok\n"))
+		require.NoError(t, err)
+		o.ToReplica = ttyReadFull(t, replica, 3)
 
-			ch := goFileRead(master, make([]byte, 16))
-			time.Sleep(20 * time.Millisecond)
-			require.NoError(t, master.Close())
-			res := <-ch
-			requirePathError(t, res.Err, "read", "/dev/ptmx", os.ErrClosed)
-			o.CloseUnblock = fileIOObs{res.N, observeFileErr(res.Err)}
+		ch := goFileRead(master, make([]byte, 16))
+		time.Sleep(20 * time.Millisecond)
+		require.NoError(t, master.Close())
+		res := <-ch
+		requirePathError(t, res.Err, "read", "/dev/ptmx", os.ErrClosed)
+		o.CloseUnblock = fileIOObs{res.N, observeFileErr(res.Err)}
 
-			require.True(t, o.MasterNonblock && o.ReplicaNonblock, "ttys are polled")
-			require.Equal(t, os.ModeDevice|os.ModeCharDevice, o.MasterMode)
-			require.Equal(t, "hi\n", o.ToMaster)
-			require.Equal(t, "ok\n", o.ToReplica)
-			results = append(results, o)
-		})
-	}
-	if len(results) == 2 {
-		require.Equal(t, results[0], results[1], "gatenet differs from os")
-	}
+		require.True(t, o.MasterNonblock && o.ReplicaNonblock, "ttys are polled")
+		require.Equal(t, os.ModeDevice|os.ModeCharDevice, o.MasterMode)
+		require.Equal(t, "hi\n", o.ToMaster)
+		require.Equal(t, "ok\n", o.ToReplica)
+		return o
+	})
 }
 
 type fifoObs struct {
@@ -136,63 +129,56 @@ type fifoObs struct {
 func TestFileFIFO(t *testing.T) {
 	testutil.CheckLeaks(t)
 	testutil.Watchdog(t, 2*time.Minute)
-	var results []fifoObs
 	path := filepath.Join(t.TempDir(), "fifo") // one path, so errors compare equal
-	for _, op := range fileOpeners() {
-		t.Run(op.name, func(t *testing.T) {
-			testutil.CheckLeaks(t)
-			require.NoError(t, unix.Mkfifo(path, 0o600))
-			t.Cleanup(func() { os.Remove(path) })
-			// The reader first, non-blocking, so that opening it does not
-			// wait for a writer; the writer's open then finds a reader.
-			r, err := op.open(path, os.O_RDONLY|unix.O_NONBLOCK, 0)
-			require.NoError(t, err)
-			closeFilesAtEnd(t, r)
-			w, err := op.open(path, os.O_WRONLY, 0)
-			require.NoError(t, err)
-			closeFilesAtEnd(t, w)
+	openersSideBySide(t, func(t *testing.T, op fileOpener) fifoObs {
+		require.NoError(t, unix.Mkfifo(path, 0o600))
+		t.Cleanup(func() { os.Remove(path) })
+		// The reader first, non-blocking, so that opening it does not
+		// wait for a writer; the writer's open then finds a reader.
+		r, err := op.open(path, os.O_RDONLY|unix.O_NONBLOCK, 0)
+		require.NoError(t, err)
+		closeFilesAtEnd(t, r)
+		w, err := op.open(path, os.O_WRONLY, 0)
+		require.NoError(t, err)
+		closeFilesAtEnd(t, w)
 
-			var o fifoObs
-			o.RNonblock, o.WNonblock = fileNonblocking(t, r), fileNonblocking(t, w)
-			fi, err := r.Stat()
-			require.NoError(t, err)
-			o.Mode = fi.Mode().Type()
+		var o fifoObs
+		o.RNonblock, o.WNonblock = fileNonblocking(t, r), fileNonblocking(t, w)
+		fi, err := r.Stat()
+		require.NoError(t, err)
+		o.Mode = fi.Mode().Type()
 
-			start := time.Now()
-			require.NoError(t, r.SetReadDeadline(start.Add(20*time.Millisecond)))
-			buf := make([]byte, 16)
-			_, err = r.Read(buf)
-			require.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond)
-			requirePathError(t, err, "read", path, os.ErrDeadlineExceeded)
-			o.Timeout = observeFileErr(err)
-			require.NoError(t, r.SetReadDeadline(time.Time{}))
+		start := time.Now()
+		require.NoError(t, r.SetReadDeadline(start.Add(20*time.Millisecond)))
+		buf := make([]byte, 16)
+		_, err = r.Read(buf)
+		require.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond)
+		requirePathError(t, err, "read", path, os.ErrDeadlineExceeded)
+		o.Timeout = observeFileErr(err)
+		require.NoError(t, r.SetReadDeadline(time.Time{}))
 
-			ch := goFileRead(r, buf)
-			time.Sleep(10 * time.Millisecond)
-			_, err = w.Write([]byte("through"))
-			require.NoError(t, err)
-			res := <-ch
-			require.NoError(t, res.Err)
-			o.Data = string(buf[:res.N])
+		ch := goFileRead(r, buf)
+		time.Sleep(10 * time.Millisecond)
+		_, err = w.Write([]byte("through"))
+		require.NoError(t, err)
+		res := <-ch
+		require.NoError(t, res.Err)
+		o.Data = string(buf[:res.N])
 
-			ch = goFileRead(r, buf)
-			time.Sleep(20 * time.Millisecond)
-			require.NoError(t, r.Close())
-			res = <-ch
-			requirePathError(t, res.Err, "read", path, os.ErrClosed)
-			o.CloseUnblock = fileIOObs{res.N, observeFileErr(res.Err)}
+		ch = goFileRead(r, buf)
+		time.Sleep(20 * time.Millisecond)
+		require.NoError(t, r.Close())
+		res = <-ch
+		requirePathError(t, res.Err, "read", path, os.ErrClosed)
+		o.CloseUnblock = fileIOObs{res.N, observeFileErr(res.Err)}
 
-			n, err := w.Write([]byte("x"))
-			require.True(t, errors.Is(err, unix.EPIPE), "%v", err)
-			o.EPIPE = fileIOObs{n, observeFileErr(err)}
+		n, err := w.Write([]byte("x"))
+		require.True(t, errors.Is(err, unix.EPIPE), "%v", err)
+		o.EPIPE = fileIOObs{n, observeFileErr(err)}
 
-			require.True(t, o.RNonblock && o.WNonblock)
-			require.Equal(t, os.ModeNamedPipe, o.Mode)
-			require.Equal(t, "through", o.Data)
-			results = append(results, o)
-		})
-	}
-	if len(results) == 2 {
-		require.Equal(t, results[0], results[1], "gatenet differs from os")
-	}
+		require.True(t, o.RNonblock && o.WNonblock)
+		require.Equal(t, os.ModeNamedPipe, o.Mode)
+		require.Equal(t, "through", o.Data)
+		return o
+	})
 }
