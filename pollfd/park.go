@@ -2,7 +2,7 @@
 
 package pollfd
 
-// Parking in the runtime's poller (opt-in: Options.RuntimePark).
+// Parking in the runtime's poller (Options.RuntimePark, part of the default: strategy.go).
 //
 // A waiter parked on its gate is readied from Go code (goready), and
 // with two or more Ps every goroutine readied from Go code makes the
@@ -35,9 +35,10 @@ package pollfd
 // a waiter that finds none, or whose wait can be cancelled by a context
 // (a select on a channel), parks on its gate as before. Slots go to
 // whoever parks first and are held for the whole park, so with many idle
-// connections most parks fall back to the gate: never worse than
-// without the option, but the gain is for servers with few parked waiters
-// at a time (request/response on a handful of busy connections).
+// connections most parks fall back to the gate, as without the option:
+// the gain is where few waiters are parked at a time (request/response on
+// a handful of busy connections), and its cost, the eventfd write, shows
+// only where the I/O itself is as cheap (pipe ping-pong; strategy.go).
 
 import (
 	"os"

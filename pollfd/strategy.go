@@ -30,7 +30,7 @@ package pollfd
 // calls on one epoll fd are safe: each event goes to exactly one caller,
 // which delivers it, so nothing is lost whoever takes it.
 //
-// The default is nested + harvest, chosen by measurement: cmd/pipebench
+// Nested + harvest was chosen over the other three by measurement: cmd/pipebench
 // (pipe ping-pong against os.Pipe) and cmd/sockbench (64-byte TCP
 // ping-pong against net), medians of 5 alternating rounds, each in a fresh
 // process, on the quiet 2-core reference machine. Throughput as a ratio of
@@ -69,9 +69,34 @@ package pollfd
 //	nested+harvest      0.78 (1.45×)    0.98 (1.05×)        0.68 (1.65×)     1.34 (0.98×)
 //	  +rpark            0.75 (1.34×)    0.99 (1.03×)        0.64 (1.57×)     1.40 (0.95×)
 //
-// It saves a little CPU on sockets, where a system call is dear next to a
-// futex wake, and loses on pipes, where it is cheap; so it is an option
-// for request/response socket servers, not the default.
+// and on the reference machine as it is now (a Firecracker VM, Linux 6.18,
+// where net makes 240k round trips/s), 2026-12-01: cmd/gatebench, three
+// runs of 5 rounds each way, medians of the ratio (range; CPU per
+// operation as a ratio of net's in brackets):
+//
+//	                TCP ping-pong            p99 ↓   accept         http   pipe ping-pong
+//	nested+harvest  0.72 (0.71–0.72; 1.54×)  4.23×   1.33 (0.73×)   0.97   0.67 (1.67×)
+//	  +rpark        0.75 (0.74–0.76; 1.34×)  1.34×   1.77 (0.51×)   0.97   0.62 (1.62×)
+//
+// and alike (within 0.03) on bulk, echo-many, wrk, tls and scale; in
+// process, UDP 512 B echo 0.73 of net at 1.36× its CPU instead of 0.70 at
+// 1.57×, and pipe bulk 0.82 of os.Pipe instead of 0.75.
+//
+// Why the tail moves so much on this machine: a go tool trace of the
+// ping-pong without it shows the goroutine that readied its peer taking up
+// to 15 µs to park (the futex wake of the idle P's thread, in the
+// hypervisor an inter-processor interrupt), and the woken thread, once
+// idle again, blocking in the runtime's epoll_wait, where the epoll
+// descriptor is registered: from then on each write that readies a
+// gatenet descriptor wakes that thread too, inside the writer's system
+// call (6–7 µs instead of 1.1). 1,211 P wake-ups in 20 ms of trace, where
+// net's ping-pong has 12. A park in a slot readies through the runtime's
+// poller, on the thread going idle, and wakes no thread.
+//
+// So RuntimePark is now part of the default: it wins on every socket
+// workload and on pipe streaming, and costs pipe ping-pong, where a
+// system call is cheap next to the eventfd write it adds, 7%.
+// GATENET_POLLER=nested+harvest keeps the gate's own park.
 
 import (
 	"fmt"
@@ -118,11 +143,13 @@ type Options struct {
 }
 
 // DefaultOptions returns what Default uses unless GATENET_POLLER says
-// otherwise: Nested with Harvest (see the measurements above).
-func DefaultOptions() Options { return Options{Strategy: Nested, Harvest: true} }
+// otherwise: Nested with Harvest and RuntimePark (see the measurements
+// above).
+func DefaultOptions() Options { return Options{Strategy: Nested, Harvest: true, RuntimePark: true} }
 
 // String gives the form ParseOptions reads: "nested", "dedicated",
-// "nested+harvest", "dedicated+harvest"; more than one shard adds
+// "nested+harvest", "dedicated+harvest", any of them with "+rpark"
+// (RuntimePark, as "nested+harvest+rpark"); more than one shard adds
 // "/N-shards" (ParseOptions leaves shards to GATENET_SHARDS).
 func (o Options) String() string {
 	s := o.Strategy.String()
@@ -158,7 +185,7 @@ func ParseOptions(s string) (Options, error) {
 	case "dedicated":
 		o.Strategy = Dedicated
 	default:
-		return o, fmt.Errorf("pollfd: unknown strategy %q (want nested or dedicated, optionally +harvest)", s)
+		return o, fmt.Errorf("pollfd: unknown strategy %q (want nested or dedicated, optionally +harvest and +rpark)", s)
 	}
 	for _, extra := range parts[1:] {
 		switch {
