@@ -21,7 +21,9 @@ import (
 // renumbered its reasons would make this fail rather than mislabel dumps.
 func TestParkReportsIOWait(t *testing.T) {
 	testutil.CheckLeaks(t)
-	p, err := pollfd.New(pollfd.DefaultOptions())
+	opts := pollfd.DefaultOptions()
+	opts.RuntimePark = false // the gate's own park, not a park slot's
+	p, err := pollfd.New(opts)
 	require.NoError(t, err)
 	defer p.Close()
 	var fds [2]int
