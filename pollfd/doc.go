@@ -29,7 +29,9 @@
 // (EPOLLIN|EPOLLOUT|EPOLLRDHUP|EPOLLET). Why no edge is lost is argued in
 // gate.go; how the poller waits for epoll (a dedicated thread, or the epoll
 // descriptor nested in the runtime's own poller, with or without waiter-side
-// harvesting) is in strategy.go; the drain loop's life cycle (it runs only
+// harvesting) is in strategy.go, and where a waiter parks (on its gate, or
+// in the runtime's poller on a pooled eventfd, the default) in park.go; the
+// drain loop's life cycle (it runs only
 // while descriptors are registered, so an idle program keeps no goroutine
 // of gatenet's) is in drain.go.
 //

@@ -93,9 +93,9 @@ package pollfd
 // net's ping-pong has 12. A park in a slot readies through the runtime's
 // poller, on the thread going idle, and wakes no thread.
 //
-// So RuntimePark is now part of the default: it wins on every socket
-// workload and on pipe streaming, and costs pipe ping-pong, where a
-// system call is cheap next to the eventfd write it adds, 7%.
+// So RuntimePark is now part of the default: it wins or ties on every
+// socket workload and wins on pipe streaming, and costs pipe ping-pong,
+// where a system call is cheap next to the eventfd write it adds, 7%.
 // GATENET_POLLER=nested+harvest keeps the gate's own park.
 
 import (

@@ -8,7 +8,8 @@
 // the GATENET_POLLER environment variable, so every round starts from the
 // same cold state and no strategy inherits another's threads, heap or
 // timers. Rounds alternate between the contenders (os, dedicated,
-// dedicated+harvest, nested, nested+harvest, os, dedicated, …) so that
+// dedicated+harvest, nested, nested+harvest, nested+harvest+rpark — the
+// default —, os, dedicated, …) so that
 // drift in the machine's load spreads over all of them instead of landing
 // on one. The parent prints a markdown table of medians with min–max and
 // the ratio to os. The machinery is internal/benchharness, shared with

@@ -7,8 +7,9 @@
 // TCP: each measurement round runs in a fresh child process whose default
 // poller is chosen by GATENET_POLLER, and rounds alternate between the
 // contenders (net, dedicated, dedicated+harvest, nested, nested+harvest,
-// net, …). The parent prints, per workload, a markdown table of medians
-// with min–max and the ratio to net, then the best strategy per workload.
+// nested+harvest+rpark — the default —, net, …). The parent prints, per
+// workload, a markdown table of medians with min–max and the ratio to net,
+// then the best strategy per workload.
 //
 // Workloads, all over 127.0.0.1 with both ends from the same library:
 //

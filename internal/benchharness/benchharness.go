@@ -179,6 +179,7 @@ func Contenders(baseline string) []string {
 		pollfd.Options{Strategy: pollfd.Dedicated, Harvest: true}.String(),
 		pollfd.Options{Strategy: pollfd.Nested}.String(),
 		pollfd.Options{Strategy: pollfd.Nested, Harvest: true}.String(),
+		pollfd.Options{Strategy: pollfd.Nested, Harvest: true, RuntimePark: true}.String(), // the default
 	}
 }
 
