@@ -95,7 +95,7 @@ func TestEventErr(t *testing.T) {
 		require.NoError(t, err)
 		defer unix.Close(fw)
 
-		d := openSettled(t, p, fw, 1)
+		d := openSettled(t, p, fw)
 		require.NoError(t, d.Prepare(pollfd.ModeWrite))
 		require.NoError(t, d.Prepare(pollfd.ModeRead))
 		fillUntilEAGAIN(t, fw)
@@ -195,7 +195,7 @@ func TestHUPWakesBoth(t *testing.T) {
 // and a writer on it.
 func parkBoth(t *testing.T, p *pollfd.Poller, a int) (d *pollfd.Desc, reader, writer <-chan error) {
 	t.Helper()
-	d = openSettled(t, p, a, 1)
+	d = openSettled(t, p, a)
 	require.NoError(t, d.Prepare(pollfd.ModeWrite))
 	fillUntilEAGAIN(t, d.Fd())
 	mustEAGAIN(t, d)
@@ -225,7 +225,7 @@ func TestUnblockWakesBoth(t *testing.T) {
 		// Pipes too: a reader on an empty pipe, a writer on a full one.
 		r, _ := newPipe(t)
 		_, w := newPipe(t)
-		dr, dw := open(t, p, r), openSettled(t, p, w, 1)
+		dr, dw := open(t, p, r), openSettled(t, p, w)
 		mustEAGAIN(t, dr)
 		require.NoError(t, dw.Prepare(pollfd.ModeWrite))
 		fillUntilEAGAIN(t, w)
@@ -293,7 +293,7 @@ func TestPollerCloseBusy(t *testing.T) {
 func TestDoubleWait(t *testing.T) {
 	eachStrategy(t, func(t *testing.T, p *pollfd.Poller) {
 		a, b := newSocketpair(t)
-		d := openSettled(t, p, a, 1)
+		d := openSettled(t, p, a)
 		mustEAGAIN(t, d)
 		base := p.Stats()
 		reader := goWait(d, pollfd.ModeRead)

@@ -103,15 +103,19 @@ func open(t testing.TB, p *pollfd.Poller, fd int) *pollfd.Desc {
 	return d
 }
 
-// openSettled is open for a descriptor whose registration itself reports
-// n events (an empty pipe's write end, or a socket, is writable at once:
-// one EPOLLOUT). It returns once the drain loop has delivered them, so that
-// a later Prepare really forgets them and a Wait then parks.
-func openSettled(t testing.TB, p *pollfd.Poller, fd int, n uint64) *pollfd.Desc {
+// openSettled is open for a descriptor that is writable at once (an empty
+// pipe's write end, a FIFO's, a socket): its registration reports one
+// EPOLLOUT. It returns once that edge has been delivered to this Desc and
+// consumed, so that a later Prepare really forgets it and a Wait then
+// parks. It waits on the write gate itself rather than counting the
+// poller's events: an event for another descriptor (one a previous test
+// closed, still being dispatched) would count too, and the registration
+// edge, landing after the caller's Prepare, would then let a Wait meant to
+// park return at once.
+func openSettled(t testing.TB, p *pollfd.Poller, fd int) *pollfd.Desc {
 	t.Helper()
-	base := p.Stats()
 	d := open(t, p, fd)
-	waitEvents(t, p, base, n)
+	require.NoError(t, recvErr(t, goWait(d, pollfd.ModeWrite)), "the registration's EPOLLOUT")
 	return d
 }
 
