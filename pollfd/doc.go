@@ -29,11 +29,10 @@
 // (EPOLLIN|EPOLLOUT|EPOLLRDHUP|EPOLLET). Why no edge is lost is argued in
 // gate.go; how the poller waits for epoll (a dedicated thread, or the epoll
 // descriptor nested in the runtime's own poller, with or without waiter-side
-// harvesting) is in strategy.go, and where a waiter parks (on its gate, or
-// in the runtime's poller on a pooled eventfd, the default) in park.go; the
-// drain loop's life cycle (it runs only
-// while descriptors are registered, so an idle program keeps no goroutine
-// of gatenet's) is in drain.go.
+// harvesting) is in strategy.go; where a waiter parks (on its gate, or, by
+// default, in the runtime's poller on a pooled eventfd) is in park.go; the
+// drain loop's life cycle (it runs only while descriptors are registered,
+// so an idle program keeps no goroutine of gatenet's) is in drain.go.
 //
 // The package is Linux-only; elsewhere New returns errors.ErrUnsupported.
 package pollfd

@@ -2,7 +2,8 @@
 
 package pollfd
 
-// Parking in the runtime's poller (Options.RuntimePark, part of the default: strategy.go).
+// Parking in the runtime's poller (Options.RuntimePark, part of the
+// default: strategy.go).
 //
 // A waiter parked on its gate is readied from Go code (goready), and
 // with two or more Ps every goroutine readied from Go code makes the

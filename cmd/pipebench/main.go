@@ -9,9 +9,8 @@
 // same cold state and no strategy inherits another's threads, heap or
 // timers. Rounds alternate between the contenders (os, dedicated,
 // dedicated+harvest, nested, nested+harvest, nested+harvest+rpark — the
-// default —, os, dedicated, …) so that
-// drift in the machine's load spreads over all of them instead of landing
-// on one. The parent prints a markdown table of medians with min–max and
+// default —, os, dedicated, …) so that drift in the machine's load spreads
+// over all of them instead of landing on one. The parent prints a markdown table of medians with min–max and
 // the ratio to os. The machinery is internal/benchharness, shared with
 // cmd/sockbench.
 //
