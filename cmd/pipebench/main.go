@@ -10,9 +10,9 @@
 // timers. Rounds alternate between the contenders (os, dedicated,
 // dedicated+harvest, nested, nested+harvest, nested+harvest+rpark — the
 // default —, os, dedicated, …) so that drift in the machine's load spreads
-// over all of them instead of landing on one. The parent prints a markdown table of medians with min–max and
-// the ratio to os. The machinery is internal/benchharness, shared with
-// cmd/sockbench.
+// over all of them instead of landing on one. The parent prints a markdown
+// table of medians with min–max and the ratio to os. The machinery is
+// internal/benchharness, shared with cmd/sockbench.
 //
 // Ping-pong: the child writes a message on pipe A, an echo goroutine reads
 // it and writes it back on pipe B, the child reads it back; round trips per
