@@ -85,13 +85,14 @@ package pollfd
 // Why the tail moves so much on this machine: a go tool trace of the
 // ping-pong without it shows the goroutine that readied its peer taking up
 // to 15 µs to park (the futex wake of the idle P's thread, in the
-// hypervisor an inter-processor interrupt), and the woken thread, once
-// idle again, blocking in the runtime's epoll_wait, where the epoll
-// descriptor is registered: from then on each write that readies a
-// gatenet descriptor wakes that thread too, inside the writer's system
-// call (6–7 µs instead of 1.1). 1,211 P wake-ups in 20 ms of trace, where
-// net's ping-pong has 12. A park in a slot readies through the runtime's
-// poller, on the thread going idle, and wakes no thread.
+// hypervisor an inter-processor interrupt), and 900 of its 16,000 system
+// calls taking 6–7 µs (writes, where we looked) instead of 1.1: what a
+// write costs when it readies a descriptor and so wakes a thread blocked
+// in the runtime's epoll_wait, where the epoll descriptor is registered
+// (our reading: the woken thread, idle again, waits there). 1,211 P
+// wake-ups in 20 ms of trace, where net's ping-pong has 12. A park in a
+// slot readies through the runtime's poller, on the thread going idle, and
+// wakes no thread.
 //
 // So RuntimePark is now part of the default: it wins or ties on every
 // socket workload and wins on pipe streaming, and costs pipe ping-pong,
