@@ -410,9 +410,16 @@ func (d *Desc) wakeLocked(g *gate) bool {
 
 // deliver records an epoll event for d: the drain loop's (and a harvesting
 // waiter's) half of the protocol. It mirrors netpollready.
+//
+// The event is counted under mu before anyone is woken, as the wake-ups
+// are: whoever the event wakes, and whoever then looks at the gate, sees it
+// in Stats.Events. (Counted after the batch, a waiter woken by one event
+// could let its test move on and take a Stats baseline that the count then
+// overtook.)
 func (d *Desc) deliver(events uint32) {
 	woke := 0
 	d.mu.Lock()
+	d.shard.stats.events.Add(1)
 	d.eventErr = events == unix.EPOLLERR
 	if events&readEvents != 0 {
 		d.rg.ready = true

@@ -94,7 +94,7 @@ func (s *shard) open(fd int) (*Desc, error) {
 // dispatch hands a batch of events to their descriptors. It reports
 // whether the batch held the dedicated loop's wake-up (wakeToken).
 func (s *shard) dispatch(events []unix.EpollEvent) (woken bool) {
-	delivered, stale := 0, 0
+	stale := 0
 	for i := range events {
 		ev := &events[i]
 		token := eventToken(ev)
@@ -107,11 +107,7 @@ func (s *shard) dispatch(events []unix.EpollEvent) (woken bool) {
 			stale++
 			continue
 		}
-		d.deliver(ev.Events)
-		delivered++
-	}
-	if delivered > 0 {
-		s.stats.events.Add(uint64(delivered))
+		d.deliver(ev.Events) // counts it in Stats.Events
 	}
 	if stale > 0 {
 		s.stats.staleEvents.Add(uint64(stale))

@@ -16,7 +16,7 @@ type Stats struct {
 	DrainLoops  int64  // drain goroutines running now (only while descriptors are registered; drain.go)
 	DrainStarts uint64 // drain goroutines started
 	EpollWaits  uint64 // epoll_wait returns in the drain loop
-	Events      uint64 // events delivered to a registered descriptor
+	Events      uint64 // events delivered to a registered descriptor (counted before the wake-up each causes)
 	StaleEvents uint64 // events whose token was no longer registered (dropped)
 	Parks       uint64 // Waits that parked
 	ParksInSlot uint64 // of which in a park slot, in the runtime's poller (Options.RuntimePark)
