@@ -9,6 +9,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"os/exec"
 	"strings"
@@ -51,10 +52,12 @@ func TestWorkloadsSmoke(t *testing.T) {
 	}{
 		{"pingpong", pingSize, []string{"net", "gatenet", "c"}, []string{"p50_us", "p99_us"}},
 		{"bulk", bulkChunk, []string{"net", "gatenet", "c"}, nil},
-		{"echo-many", 200, []string{"net", "gatenet"}, nil},
+		{"echo-many", 200, []string{"net", "gatenet"}, []string{"p50_us", "p99_us"}},
 		{"accept", 0, []string{"net", "gatenet"}, nil},
-		{"http", httpClients, []string{"net", "gatenet"}, nil},
-		{"wrk", httpClients, []string{"net", "gatenet"}, []string{"wrk_rps"}},
+		{"dial", dialClients, []string{"net", "gatenet"}, []string{"p50_us", "p99_us"}},
+		{"http", httpClients, []string{"net", "gatenet"}, []string{"p50_us", "p99_us", "p999_us", "sched_p99_us"}},
+		{"wrk", httpClients, []string{"net", "gatenet"}, []string{"wrk_rps", "p50_us", "p99_us", "p999_us", "sched_p99_us"}},
+		{"wrk", 300, []string{"net", "gatenet"}, []string{"wrk_rps", "p99_us"}},
 		{"tls", tlsClients, []string{"net", "gatenet"}, nil},
 		{"pipe", pingSize, []string{"net", "gatenet"}, nil},
 		{"idle", 200, []string{"net+" + benchharness.IdlePeek, "net+" + benchharness.IdleRead4K,
@@ -63,7 +66,7 @@ func TestWorkloadsSmoke(t *testing.T) {
 	}
 	for _, c := range cases {
 		for _, kind := range c.kinds {
-			t.Run(c.mode+"/"+kind, func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s-%d/%s", c.mode, c.size, kind), func(t *testing.T) {
 				if kind == "c" && climit == "" {
 					t.Skip("no C compiler")
 				}
@@ -165,5 +168,38 @@ func TestReport(t *testing.T) {
 	name := t.TempDir() + "/out.json"
 	if err := rep.writeJSON(name); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestParseWrk(t *testing.T) {
+	out := []byte(`Running 1s test @ http://127.0.0.1:1/
+  2 threads and 64 connections
+  Latency Distribution
+     50%    1.23ms
+     99%    7.40ms
+  42700 requests in 1.00s, 6.5MB read
+Requests/sec:  42700.50
+Transfer/sec:      6.5MB
+gatebench-latency-us p50=1230 p99=7400 p999=12000
+`)
+	r, err := parseWrk(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Ops != 42700 || r.Extra["wrk_rps"] != 42700.5 || r.Extra["p50_us"] != 1230 ||
+		r.Extra["p99_us"] != 7400 || r.Extra["p999_us"] != 12000 {
+		t.Errorf("parsed %+v", r)
+	}
+	if math.Abs(float64(r.Ops)/r.Seconds-42700.5) > 1e-6 {
+		t.Errorf("rate %v", float64(r.Ops)/r.Seconds)
+	}
+	for _, bad := range [][]byte{
+		bytes.Replace(out, []byte("gatebench-latency-us"), []byte("x"), 1),
+		append(bytes.Clone(out), "  Socket errors: connect 0, read 3, write 0, timeout 0\n"...),
+		append(bytes.Clone(out), "  Non-2xx or 3xx responses: 7\n"...),
+	} {
+		if _, err := parseWrk(bad); err == nil {
+			t.Errorf("no error for:\n%s", bad)
+		}
 	}
 }

@@ -22,12 +22,19 @@
 //     them; MB/s (10^6 bytes) and CPU per MB.
 //   - echo-many: 1,000 connections, a client goroutine per connection
 //     doing 64-byte ping-pong and a server goroutine per connection
-//     echoing; messages (round trips) per second.
+//     echoing; messages (round trips) per second and the p99 of a round
+//     trip.
 //   - accept: dial, accept + close, read EOF, close; connections/s.
+//   - dial: the same from 4 client goroutines at once, one acceptor;
+//     connections/s and the p99 of one.
 //   - http: a net/http keep-alive server on the contender's listener and
 //     64 client goroutines whose Transport dials with the same contender;
-//     requests/s. With wrk on PATH also "wrk": the child serves and runs
-//     wrk -t1 -c64 in another process (CPU is the server process's only).
+//     requests/s, the p50, p99 and p99.9 of a request, and the process's
+//     scheduling latencies (runtime/metrics /sched/latencies:seconds).
+//     With wrk on PATH also "wrk": the child serves and runs wrk -t2 with
+//     64 and with 1,000 connections in another process (wrk's rate and
+//     latencies; the CPU and scheduling latencies are the server
+//     process's only).
 //   - tls: TLS 1.3 handshakes (ECDSA P-256, X25519, no resumption) from 4
 //     concurrent clients, each dial + handshake + 1 byte + close.
 //   - pipe: 64-byte ping-pong through two pipes, gatenet.Pipe against
@@ -69,6 +76,8 @@ const (
 	bulkChunk   = 128 << 10
 	echoConns   = 1000
 	httpClients = 64
+	wrkManyConn = 1000
+	dialClients = 4
 	tlsClients  = 4
 	idleConns   = 5000
 )
@@ -98,7 +107,7 @@ func main() {
 
 // childModes are the -child modes runChild knows.
 func childModes() []string {
-	return []string{"pingpong", "bulk", "echo-many", "accept", "http", "wrk", "tls", "pipe", "idle", "scale"}
+	return []string{"pingpong", "bulk", "echo-many", "accept", "dial", "http", "wrk", "tls", "pipe", "idle", "scale"}
 }
 
 // runChild runs one round. kind is "net", "gatenet", "c" (the C limit) or,
@@ -132,6 +141,8 @@ func runChild(mode, kind string, size int, duration time.Duration) (result, erro
 		return echoMany(s, size, duration)
 	case "accept":
 		return benchharness.TCPAccept(s, duration)
+	case "dial":
+		return dialLoop(s, size, duration)
 	case "http":
 		return httpLoad(s, size, duration)
 	case "wrk":

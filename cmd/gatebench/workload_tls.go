@@ -125,12 +125,12 @@ func tlsHandshakes(s benchharness.Stack, clients int, duration time.Duration) (r
 		}
 		return errors.Join(err, raw.Close())
 	}
-	n, elapsed, cpu, loopErr := benchharness.RunConcurrent(clients, 5, duration, handshake)
+	run, loopErr := benchharness.RunConcurrent(clients, 5, duration, handshake)
 	closeErr := ln.Close()
 	<-accepted
 	conns.Wait()
 	if err := errors.Join(loopErr, closeErr, serverErr); err != nil {
 		return result{}, fmt.Errorf("tls: %w", err)
 	}
-	return result{Ops: n, Seconds: elapsed.Seconds(), CPUNanos: cpu}, nil
+	return run.Result(), nil
 }

@@ -23,8 +23,9 @@ type workload struct {
 var workloads = []workload{
 	{"pingpong", runPingPong},
 	{"bulk", runBulk},
-	{"echo-many", simple("echo-many", echoConns, fmt.Sprintf("messages/s (%d conns)", echoConns), "CPU µs/message")},
+	{"echo-many", runEchoMany},
 	{"accept", simple("accept", 0, "connections/s", "CPU µs/connection")},
+	{"dial", runDial},
 	{"http", runHTTP},
 	{"tls", simple("tls", tlsClients, fmt.Sprintf("handshakes/s (%d clients)", tlsClients), "CPU µs/handshake")},
 	{"pipe", simple("pipe", pingSize, "round trips/s (os.Pipe vs gatenet.Pipe)", "CPU µs/round trip")},
@@ -139,20 +140,64 @@ func runBulk(h *benchharness.Harness, rep *report) error {
 	return nil
 }
 
-func runHTTP(h *benchharness.Harness, rep *report) error {
-	if err := simple("http", httpClients, fmt.Sprintf("requests/s (%d clients, keep-alive)", httpClients), "CPU µs/request")(h, rep); err != nil {
-		return err
-	}
-	if _, err := exec.LookPath("wrk"); err != nil {
-		rep.Notes = append(rep.Notes, "no wrk row: wrk is not on PATH")
-		return nil
-	}
-	res, err := collect(h, rep, "wrk", "wrk", httpClients, contenders(rep, false))
+func runEchoMany(h *benchharness.Harness, rep *report) error {
+	res, err := collect(h, rep, "echo-many", "echo-many", echoConns, contenders(rep, false))
 	if err != nil {
 		return err
 	}
-	rep.add("wrk", fmt.Sprintf("requests/s (wrk -t1 -c%d)", httpClients), kilo, false, res["net"], res["gatenet"], nil, perSec)
-	rep.add("wrk", "server CPU µs/request", fixed2, true, res["net"], res["gatenet"], nil, cpuPerOp)
+	n, g := res["net"], res["gatenet"]
+	rep.add("echo-many", fmt.Sprintf("messages/s (%d conns)", echoConns), kilo, false, n, g, nil, perSec)
+	rep.add("echo-many", "p99 µs/message", fixed0, true, n, g, nil, extra("p99_us"))
+	rep.add("echo-many", "CPU µs/message", fixed2, true, n, g, nil, cpuPerOp)
+	return nil
+}
+
+func runDial(h *benchharness.Harness, rep *report) error {
+	res, err := collect(h, rep, "dial", "dial", dialClients, contenders(rep, false))
+	if err != nil {
+		return err
+	}
+	n, g := res["net"], res["gatenet"]
+	rep.add("dial", fmt.Sprintf("connections/s (%d dialers)", dialClients), kilo, false, n, g, nil, perSec)
+	rep.add("dial", "p99 µs/connection", fixed0, true, n, g, nil, extra("p99_us"))
+	rep.add("dial", "CPU µs/connection", fixed2, true, n, g, nil, cpuPerOp)
+	return nil
+}
+
+// latencyRows adds the p50, p99 and p99.9 of a request and the process's
+// scheduling latencies.
+func latencyRows(rep *report, name, who string, n, g []result) {
+	rep.add(name, "p50 µs", fixed0, true, n, g, nil, extra("p50_us"))
+	rep.add(name, "p99 µs", fixed0, true, n, g, nil, extra("p99_us"))
+	rep.add(name, "p99.9 µs", fixed0, true, n, g, nil, extra("p999_us"))
+	rep.add(name, who+" scheduling latency p99 µs", fixed0, true, n, g, nil, extra("sched_p99_us"))
+	rep.add(name, who+" scheduling latency p99.9 µs", fixed0, true, n, g, nil, extra("sched_p999_us"))
+}
+
+func runHTTP(h *benchharness.Harness, rep *report) error {
+	res, err := collect(h, rep, "http", "http", httpClients, contenders(rep, false))
+	if err != nil {
+		return err
+	}
+	n, g := res["net"], res["gatenet"]
+	rep.add("http", fmt.Sprintf("requests/s (%d clients, keep-alive)", httpClients), kilo, false, n, g, nil, perSec)
+	latencyRows(rep, "http", "process", n, g)
+	rep.add("http", "CPU µs/request", fixed2, true, n, g, nil, cpuPerOp)
+	if _, err := exec.LookPath("wrk"); err != nil {
+		rep.Notes = append(rep.Notes, "no wrk rows: wrk is not on PATH")
+		return nil
+	}
+	for _, conns := range []int{httpClients, wrkManyConn} {
+		name := fmt.Sprintf("wrk -c%d", conns)
+		res, err := collect(h, rep, name, "wrk", conns, contenders(rep, false))
+		if err != nil {
+			return err
+		}
+		n, g := res["net"], res["gatenet"]
+		rep.add(name, fmt.Sprintf("requests/s (wrk -t%d -c%d)", wrkThreads, conns), kilo, false, n, g, nil, perSec)
+		latencyRows(rep, name, "server", n, g)
+		rep.add(name, "server CPU µs/request", fixed2, true, n, g, nil, cpuPerOp)
+	}
 	return nil
 }
 

@@ -100,14 +100,16 @@ func echoMany(s benchharness.Stack, conns int, duration time.Duration) (result, 
 		_, err := io.ReadFull(c, b.reply)
 		return err
 	}
-	n, elapsed, cpu, loopErr := benchharness.RunConcurrent(conns, 10, duration, roundTrip)
+	run, loopErr := benchharness.RunConcurrent(conns, 10, duration, roundTrip)
 	closeErr := closePairs(clients) // each echo reads EOF and ends
 	echoes.Wait()
 	closeErr = errors.Join(closeErr, closePairs(servers))
 	if err := errors.Join(loopErr, errors.Join(echoErrs...), closeErr); err != nil {
 		return result{}, err
 	}
-	return result{Ops: n, Bytes: n * pingSize, Seconds: elapsed.Seconds(), CPUNanos: cpu}, nil
+	r := run.Result()
+	r.Bytes = r.Ops * pingSize
+	return r, nil
 }
 
 // echo sends back every 64-byte message on c until EOF.

@@ -5,20 +5,63 @@ package benchharness
 import (
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
+// Concurrent is what RunConcurrent measured.
+type Concurrent struct {
+	Ops      int64         // calls of op in the measured part
+	Elapsed  time.Duration // wall time of the measured part
+	CPUNanos int64         // user+system CPU time of the measured part
+	// Latency holds the duration of every measured call, all workers'.
+	Latency Histogram
+	// Sched is the process's scheduling latencies over the measured part
+	// (p50, p99, p99.9, in seconds; SchedSampler).
+	Sched []float64
+}
+
+// Result is c as a Result, its latency percentiles in Extra: "p50_us",
+// "p99_us", "p999_us" of the calls and "sched_p50_us", "sched_p99_us",
+// "sched_p999_us" of the scheduler.
+func (c *Concurrent) Result() Result {
+	r := Result{Ops: c.Ops, Seconds: c.Elapsed.Seconds(), CPUNanos: c.CPUNanos, Extra: map[string]float64{}}
+	if c.Latency.Count() > 0 {
+		r.Extra["p50_us"] = c.Latency.Quantile(0.5) / 1e3
+		r.Extra["p99_us"] = c.Latency.Quantile(0.99) / 1e3
+		r.Extra["p999_us"] = c.Latency.Quantile(0.999) / 1e3
+	}
+	AddSched(&r, c.Sched)
+	return r
+}
+
+// SchedQuantiles are the quantiles Concurrent.Sched and AddSched hold.
+var SchedQuantiles = []float64{0.5, 0.99, 0.999}
+
+// AddSched puts scheduling latencies (SchedQuantiles, in seconds) in r's
+// Extra as "sched_p50_us", "sched_p99_us" and "sched_p999_us".
+func AddSched(r *Result, sched []float64) {
+	if r.Extra == nil {
+		r.Extra = map[string]float64{}
+	}
+	for i, key := range []string{"sched_p50_us", "sched_p99_us", "sched_p999_us"} {
+		if i < len(sched) && !math.IsNaN(sched[i]) {
+			r.Extra[key] = sched[i] * 1e6
+		}
+	}
+}
+
 // RunConcurrent runs op on workers goroutines at once: each first calls
 // op warm times (opening its connections, growing its stack), then, when
 // every worker is warm, the Meter starts and the workers call op until
-// duration has passed; each finishes the op it is in, and the Meter is
-// stopped once they all have (so the tail is in the measurement). It
-// returns the calls made in the measured part and the wall and CPU time;
-// the error is the first op returned (a worker stops at its first).
-func RunConcurrent(workers, warm int, duration time.Duration, op func(worker int) error) (n int64, elapsed time.Duration, cpuNanos int64, err error) {
+// duration has passed, timing each call; each finishes the op it is in,
+// and the Meter is stopped once they all have (so the tail is in the
+// measurement). The error is the first op returned (a worker stops at its
+// first).
+func RunConcurrent(workers, warm int, duration time.Duration, op func(worker int) error) (*Concurrent, error) {
 	var (
 		total   atomic.Int64
 		stop    atomic.Bool
@@ -27,6 +70,7 @@ func RunConcurrent(workers, warm int, duration time.Duration, op func(worker int
 		done    sync.WaitGroup
 		start   = make(chan struct{})
 		aborted = make(chan struct{})
+		lat     = make([]Histogram, workers)
 	)
 	fail := func(err error) { first.CompareAndSwap(nil, &err) }
 	for w := range workers {
@@ -47,12 +91,15 @@ func RunConcurrent(workers, warm int, duration time.Duration, op func(worker int
 			case <-aborted:
 				return
 			}
+			h := &lat[w]
 			var k int64
 			for !stop.Load() {
+				t0 := time.Now()
 				if err := op(w); err != nil {
 					fail(err)
 					break
 				}
+				h.Record(time.Since(t0))
 				k++
 			}
 			total.Add(k)
@@ -62,18 +109,24 @@ func RunConcurrent(workers, warm int, duration time.Duration, op func(worker int
 	if e := first.Load(); e != nil {
 		close(aborted)
 		done.Wait()
-		return 0, 0, 0, *e
+		return nil, *e
 	}
+	sched := StartSched()
 	m := StartMeter()
 	close(start)
 	time.Sleep(duration)
 	stop.Store(true)
 	done.Wait()
-	elapsed, cpuNanos = m.Stop()
-	if e := first.Load(); e != nil {
-		err = *e
+	c := &Concurrent{Ops: total.Load()}
+	c.Elapsed, c.CPUNanos = m.Stop()
+	c.Sched = sched.Stop(SchedQuantiles...)
+	for i := range lat {
+		c.Latency.Merge(&lat[i])
 	}
-	return total.Load(), elapsed, cpuNanos, err
+	if e := first.Load(); e != nil {
+		return c, *e
+	}
+	return c, nil
 }
 
 // HTTPGet is one keep-alive request of an HTTP load: GET url with client,

@@ -66,3 +66,11 @@ func (h *Histogram) Quantile(q float64) float64 {
 	}
 	return bucketMid(len(h.counts) - 1)
 }
+
+// Merge adds o's counts to h's.
+func (h *Histogram) Merge(o *Histogram) {
+	for i, c := range o.counts {
+		h.counts[i] += c
+	}
+	h.n += o.n
+}

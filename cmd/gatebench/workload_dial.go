@@ -1,0 +1,79 @@
+//go:build linux
+
+package main
+
+// dial: connection set-up and tear-down from several clients at once, the
+// shape of a client pool that reconnects (TCPAccept is the one-client
+// form, the "accept" workload).
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/gatenet/gatenet/internal/benchharness"
+)
+
+// dialLoop runs clients goroutines, each over and over: Dial, read until
+// EOF (the server accepts and closes at once), Close. One acceptor
+// goroutine serves them all. An operation is one connection, timed.
+func dialLoop(s benchharness.Stack, clients int, duration time.Duration) (result, error) {
+	if clients < 1 {
+		return result{}, fmt.Errorf("-size %d", clients)
+	}
+	ln, err := s.Listen()
+	if err != nil {
+		return result{}, err
+	}
+	addr := ln.Addr().String()
+	type got struct {
+		n   int64
+		err error
+	}
+	acceptDone := make(chan got, 1)
+	go func() {
+		var n int64
+		for {
+			a, err := ln.Accept()
+			if err != nil {
+				if errors.Is(err, net.ErrClosed) {
+					err = nil
+				}
+				acceptDone <- got{n, err}
+				return
+			}
+			n++
+			if err := a.Close(); err != nil {
+				acceptDone <- got{n, err}
+				return
+			}
+		}
+	}()
+	bufs := make([][1]byte, clients)
+	conn := func(w int) error {
+		c, err := s.DialTCP(addr)
+		if err != nil {
+			return err
+		}
+		_, err = c.Read(bufs[w][:])
+		if err == io.EOF {
+			err = nil
+		} else if err == nil {
+			err = errors.New("read data, want EOF")
+		}
+		return errors.Join(err, c.Close())
+	}
+	const warm = 25
+	run, loopErr := benchharness.RunConcurrent(clients, warm, duration, conn)
+	closeErr := ln.Close()
+	g := <-acceptDone
+	if err := errors.Join(loopErr, g.err, closeErr); err != nil {
+		return result{}, err
+	}
+	if want := int64(clients*warm) + run.Ops; g.n != want {
+		return result{}, fmt.Errorf("accepted %d connections, dialled %d", g.n, want)
+	}
+	return run.Result(), nil
+}
