@@ -198,6 +198,7 @@ func (d *Desc) waitCancelable(mode Mode, ctx context.Context) error {
 		d.shard.stats.parks.Add(1)
 		g.sema.park()
 		d.mu.Lock()
+		d.resumedLocked(g)
 		cg.parked = false
 		if cg.canceled {
 			cg.canceled = false
@@ -255,11 +256,13 @@ func (d *Desc) parkOrDone(g *gate, wake chan struct{}, done <-chan struct{}) boo
 	select {
 	case <-wake:
 		d.mu.Lock()
+		d.resumedLocked(g)
 		g.selected = false
 		return false
 	case <-done:
 	}
 	d.mu.Lock()
+	d.resumedLocked(g)
 	g.selected = false
 	if g.waiting {
 		// Nobody woke us: withdraw, and no token will come.

@@ -12,3 +12,7 @@ func SetIdleLinger(d time.Duration) (restore func()) {
 	old := idleLinger.Swap(int64(d))
 	return func() { idleLinger.Store(old) }
 }
+
+// AddRunnable adds n to the count of woken waiters not yet running of the
+// shard d is on, as if n more were queued (harvestNow's rule).
+func (d *Desc) AddRunnable(n int32) { d.shard.runnable.Add(n) }

@@ -24,6 +24,11 @@ package pollfd
 //	inSlot   the waiter parks in a park slot instead, in the runtime's
 //	         poller (Options.RuntimePark; park.go). Set with waiting and the
 //	         slot, both cleared by the waker that clears waiting.
+//	woken    set by the waker that clears waiting, which also adds one to
+//	         the shard's runnable count; cleared, and the count taken back,
+//	         by the waiter when it runs again (resumedLocked), whatever it
+//	         parked on. The count is what lets a harvest tell that woken
+//	         waiters are still queued (strategy.go, harvestNow).
 //	expired  the deadline has passed; sticky until the next SetDeadline on
 //	         this direction (deadline.go).
 //	dl       the deadline's timer and its generation (gateTimer,
@@ -52,12 +57,13 @@ package pollfd
 //	             left from before, as in the runtime's pollWait); then, and
 //	             after every wake: ready → consume it, return nil (Ready is
 //	             consumed first); else the error checks again; else waiting
-//	             = true, unlock, park on wake; on wake, relock, start over.
-//	edge         ready = true; if waiting: waiting = false, send on wake;
-//	             else, if a ReadyList watches the read side and it is
-//	             armed, queue it there (ready.go).
+//	             = true, unlock, park on wake; on wake, relock, clear
+//	             woken, start over.
+//	edge         ready = true; if waiting: waiting = false, woken = true,
+//	             send on wake; else, if a ReadyList watches the read side
+//	             and it is armed, queue it there (ready.go).
 //	timer fires  if its generation is current: expired = true; if waiting:
-//	             waiting = false, send on wake (no ready).
+//	             waiting = false, woken = true, send on wake (no ready).
 //	SetDeadline  in the past: expired = true and wake a waiter (no ready);
 //	             in the future or cleared: wake nobody.
 //	Unblock      closing = true; wake both waiters (no ready).
@@ -165,6 +171,7 @@ type gate struct {
 	expired  bool
 	selected bool       // the current park is on the altPark's wake, not sema
 	inSlot   bool       // the current park is in the altPark's slot (park.go)
+	woken    bool       // a waker cleared waiting; the waiter has not run since (shard.runnable)
 	sema     parkSema   // the plain park (sema_runtime.go)
 	dl       *gateTimer // the deadline's timer (deadline.go); made by the first deadline in the future
 }
@@ -347,6 +354,17 @@ func (d *Desc) wait(mode Mode) error {
 		d.shard.stats.parks.Add(1)
 		g.sema.park()
 		d.mu.Lock()
+		d.resumedLocked(g)
+	}
+}
+
+// resumedLocked is a waiter's first step after a park, with mu held
+// again: if a waker woke it, it is running now, and no longer counts in
+// shard.runnable.
+func (d *Desc) resumedLocked(g *gate) {
+	if g.woken {
+		g.woken = false
+		d.shard.runnable.Add(-1)
 	}
 }
 
@@ -394,6 +412,8 @@ func (d *Desc) wakeLocked(g *gate) bool {
 		return false
 	}
 	g.waiting = false
+	g.woken = true
+	d.shard.runnable.Add(1)
 	switch {
 	case g.inSlot:
 		a := d.altLocked(g)

@@ -210,5 +210,6 @@ func (d *Desc) parkInSlotLocked(g *gate) bool {
 	d.parkInSlot(g, slot)
 	p.parkSlots.put(slot)
 	d.mu.Lock()
+	d.resumedLocked(g)
 	return true
 }

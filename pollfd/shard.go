@@ -20,6 +20,10 @@ type shard struct {
 	harvest bool // Options.Harvest, read on every Wait
 
 	harvester harvester // strategy.go
+	// runnable counts the shard's waiters that a waker has woken and that
+	// have not run since (gate.woken): goroutines in the scheduler's
+	// queues. A harvest waits while there are any (harvestNow).
+	runnable atomic.Int32
 
 	runtimePark bool      // Options.RuntimePark
 	parkSlots   parkSlots // park.go

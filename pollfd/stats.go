@@ -23,6 +23,12 @@ type Stats struct {
 	EINTR       uint64 // epoll_wait calls interrupted by a signal, and retried
 	TimerFires  uint64 // deadlines that expired by their timer
 	Harvests    uint64 // waiter-side epoll_wait(0) calls that found events
+	// HarvestsDeferred counts harvests not made because woken waiters
+	// were still waiting to run (strategy.go, harvestNow).
+	HarvestsDeferred uint64
+	// Runnable is how many waiters a waker has woken that have not run
+	// yet, now.
+	Runnable int64
 
 	// Parked waiters woken, in total and by cause.
 	Wakeups         uint64
@@ -38,22 +44,23 @@ type Stats struct {
 }
 
 type counters struct {
-	registered      atomic.Int64
-	drainLoops      atomic.Int64
-	drainStarts     atomic.Uint64
-	epollWaits      atomic.Uint64
-	events          atomic.Uint64
-	staleEvents     atomic.Uint64
-	parks           atomic.Uint64
-	parksInSlot     atomic.Uint64
-	eintr           atomic.Uint64
-	timerFires      atomic.Uint64
-	harvests        atomic.Uint64
-	wakeupsEvent    atomic.Uint64
-	wakeupsDeadline atomic.Uint64
-	wakeupsClose    atomic.Uint64
-	canceled        atomic.Uint64
-	perWait         [9]atomic.Uint64
+	registered       atomic.Int64
+	drainLoops       atomic.Int64
+	drainStarts      atomic.Uint64
+	epollWaits       atomic.Uint64
+	events           atomic.Uint64
+	staleEvents      atomic.Uint64
+	parks            atomic.Uint64
+	parksInSlot      atomic.Uint64
+	eintr            atomic.Uint64
+	timerFires       atomic.Uint64
+	harvests         atomic.Uint64
+	harvestsDeferred atomic.Uint64
+	wakeupsEvent     atomic.Uint64
+	wakeupsDeadline  atomic.Uint64
+	wakeupsClose     atomic.Uint64
+	canceled         atomic.Uint64
+	perWait          [9]atomic.Uint64
 }
 
 // recordWait counts one drain-loop epoll_wait that returned n events.
@@ -96,6 +103,8 @@ func (t *Stats) add(s Stats) {
 	t.EINTR += s.EINTR
 	t.TimerFires += s.TimerFires
 	t.Harvests += s.Harvests
+	t.HarvestsDeferred += s.HarvestsDeferred
+	t.Runnable += s.Runnable
 	t.Wakeups += s.Wakeups
 	t.WakeupsEvent += s.WakeupsEvent
 	t.WakeupsDeadline += s.WakeupsDeadline
@@ -109,21 +118,23 @@ func (t *Stats) add(s Stats) {
 func (s *shard) snapshot() Stats {
 	c := &s.stats
 	st := Stats{
-		Registered:      c.registered.Load(),
-		DrainLoops:      c.drainLoops.Load(),
-		DrainStarts:     c.drainStarts.Load(),
-		EpollWaits:      c.epollWaits.Load(),
-		Events:          c.events.Load(),
-		StaleEvents:     c.staleEvents.Load(),
-		Parks:           c.parks.Load(),
-		ParksInSlot:     c.parksInSlot.Load(),
-		EINTR:           c.eintr.Load(),
-		TimerFires:      c.timerFires.Load(),
-		Harvests:        c.harvests.Load(),
-		WakeupsEvent:    c.wakeupsEvent.Load(),
-		WakeupsDeadline: c.wakeupsDeadline.Load(),
-		WakeupsClose:    c.wakeupsClose.Load(),
-		Canceled:        c.canceled.Load(),
+		Registered:       c.registered.Load(),
+		DrainLoops:       c.drainLoops.Load(),
+		DrainStarts:      c.drainStarts.Load(),
+		EpollWaits:       c.epollWaits.Load(),
+		Events:           c.events.Load(),
+		StaleEvents:      c.staleEvents.Load(),
+		Parks:            c.parks.Load(),
+		ParksInSlot:      c.parksInSlot.Load(),
+		EINTR:            c.eintr.Load(),
+		TimerFires:       c.timerFires.Load(),
+		Harvests:         c.harvests.Load(),
+		HarvestsDeferred: c.harvestsDeferred.Load(),
+		Runnable:         int64(s.runnable.Load()),
+		WakeupsEvent:     c.wakeupsEvent.Load(),
+		WakeupsDeadline:  c.wakeupsDeadline.Load(),
+		WakeupsClose:     c.wakeupsClose.Load(),
+		Canceled:         c.canceled.Load(),
 	}
 	st.Wakeups = st.WakeupsEvent + st.WakeupsDeadline + st.WakeupsClose
 	for i := range st.EventsPerWait {

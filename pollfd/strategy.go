@@ -220,7 +220,23 @@ type harvester struct {
 
 // harvestNow is the waiter-side epoll_wait(…, 0). Wait and WaitContext call
 // it before they descend into wait, from the shallowest frame they have.
+//
+// It harvests only while none of the shard's woken waiters is still
+// waiting to run. A goroutine readied from Go code goes to the front of
+// its P's run queue (runtime.runnext) and inherits the time slice of the
+// one that readied it; a harvester parks right after, so what it readies
+// runs next, harvests in turn and readies the next: a chain that runs
+// ahead of every goroutine already queued until the scheduler preempts it
+// (10 ms). When a woken waiter is still queued, the harvest would jump it;
+// left to the drain loop, whose wake-up the runtime's poller queues
+// behind the goroutines already runnable, events wait their turn as
+// net's do. In request/response traffic on a few connections nothing is
+// queued when a waiter parks, and the harvest works as before.
 func (p *shard) harvestNow() {
+	if p.runnable.Load() > 0 {
+		p.stats.harvestsDeferred.Add(1)
+		return
+	}
 	h := &p.harvester
 	if !h.mu.TryLock() {
 		return

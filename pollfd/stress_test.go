@@ -131,6 +131,7 @@ func TestNoLostWakeup(t *testing.T) {
 			require.Equal(t, res.bytes, total, "bytes written and read")
 			require.Equal(t, res.sum[:], h.Sum(nil), "SHA-256 of the stream")
 			s := p.Stats()
+			require.Zero(t, s.Runnable, "woken waiters still counted as not yet run")
 			t.Logf("%d messages, %d bytes in %v; writer waits %d, reader waits %d; parks %d, events %d, harvests %d",
 				msgs, total, time.Since(start).Round(time.Millisecond), res.waits, readWaits,
 				s.Parks, s.Events, s.Harvests)

@@ -42,7 +42,8 @@ type Stats struct {
 	Registered, DrainLoops                                         int64
 	DrainStarts                                                    uint64
 	EpollWaits, Events, StaleEvents, Parks, ParksInSlot, EINTR     uint64
-	TimerFires, Harvests                                           uint64
+	TimerFires, Harvests, HarvestsDeferred                         uint64
+	Runnable                                                       int64
 	Wakeups, WakeupsEvent, WakeupsDeadline, WakeupsClose, Canceled uint64
 	EventsPerWait                                                  [9]uint64
 }
