@@ -379,7 +379,7 @@ func (fd *descriptor) AcceptContext(ctx context.Context) (int, unix.Sockaddr, st
 		return -1, nil, "", err
 	}
 	for {
-		s, rsa, err := unix.Accept4(fd.sysfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		s, rsa, err := accept4(fd.sysfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
 		if err == nil {
 			return s, rsa, "", nil
 		}

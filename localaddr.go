@@ -2,11 +2,7 @@
 
 package gatenet
 
-import (
-	"net"
-
-	"golang.org/x/sys/unix"
-)
+import "net"
 
 // A socket's local address. net asks getsockname(2) for it at every
 // accept and connect; for a connected stream socket (accepted or dialled)
@@ -38,7 +34,7 @@ func (fd *netFD) localAddr() net.Addr {
 	// getsockname. Without one the socket is closed, and its Close, which
 	// learns the address before it marks the socket closed, has stored it.
 	if fd.pfd.incref() == nil {
-		sa, err := unix.Getsockname(fd.pfd.sysfd)
+		sa, err := getsockname(fd.pfd.sysfd)
 		fd.pfd.decref()
 		if err == nil {
 			if a := fd.addr(sa); a != nil {

@@ -185,7 +185,7 @@ func (fd *netFD) listenStream(ctx context.Context, laddr net.Addr, cfg socketCon
 	if err := unix.Listen(s, backlog); err != nil {
 		return os.NewSyscallError("listen", err)
 	}
-	lsa, _ = unix.Getsockname(s)
+	lsa, _ = getsockname(s)
 	fd.setLocalAddr(fd.addr(lsa))
 	return nil
 }
@@ -221,7 +221,7 @@ func (fd *netFD) listenDatagram(ctx context.Context, laddr net.Addr, cfg socketC
 			return os.NewSyscallError("bind", err)
 		}
 	}
-	lsa, _ = unix.Getsockname(fd.pfd.sysfd)
+	lsa, _ = getsockname(fd.pfd.sysfd)
 	fd.setLocalAddr(fd.addr(lsa))
 	return nil
 }
@@ -246,12 +246,13 @@ func (fd *netFD) dial(ctx context.Context, laddr, raddr net.Addr, cfg socketConf
 			}
 		}
 	}
+	var peer unix.Sockaddr // learnt by connect, when it had to wait
 	if raddr != nil {
 		rsa, err := addrToSockaddr(int(fd.family), raddr)
 		if err != nil {
 			return err
 		}
-		if err := fd.connect(ctx, rsa); err != nil {
+		if peer, err = fd.connect(ctx, rsa); err != nil {
 			return err
 		}
 		fd.isConnected = true
@@ -259,13 +260,16 @@ func (fd *netFD) dial(ctx context.Context, laddr, raddr net.Addr, cfg socketConf
 	if fd.isConnected && fd.sotype != unix.SOCK_DGRAM && fd.sotype != unix.SOCK_RAW {
 		fd.lazyLocal = true // fixed by the connect: learnt when asked (localaddr.go)
 	} else {
-		lsa, _ := unix.Getsockname(fd.pfd.sysfd)
+		lsa, _ := getsockname(fd.pfd.sysfd)
 		fd.setLocalAddr(fd.addr(lsa))
 	}
 	// The remote address is the peer the kernel reports or, failing that
 	// (a UDP "connect" to port 0), the address as resolved, as net does.
 	fd.raddr = raddr
-	if peer, err := unix.Getpeername(fd.pfd.sysfd); err == nil {
+	if peer == nil {
+		peer, _ = getpeername(fd.pfd.sysfd)
+	}
+	if peer != nil {
 		fd.raddr = fd.addr(peer)
 	}
 	return nil
@@ -276,23 +280,24 @@ var aLongTimeAgo = time.Unix(1, 0)
 
 // connect is non-blocking connect(2): EINPROGRESS, then wait for
 // writability and read SO_ERROR, honouring ctx's deadline and
-// cancellation. It mirrors net's netFD.connect.
-func (fd *netFD) connect(ctx context.Context, ra unix.Sockaddr) (ret error) {
+// cancellation. It mirrors net's netFD.connect, and like it returns the
+// peer's address when it had to ask for it (nil otherwise).
+func (fd *netFD) connect(ctx context.Context, ra unix.Sockaddr) (peer unix.Sockaddr, ret error) {
 	pfd := &fd.pfd
 	// Forget the readiness reported when the socket was registered: the
 	// wait below is for the connect's own edge.
 	if err := pfd.prepare(pollfd.ModeWrite); err != nil {
-		return err
+		return nil, err
 	}
 	switch err := unix.Connect(pfd.sysfd, ra); err {
 	case unix.EINPROGRESS, unix.EALREADY, unix.EINTR:
 	case nil, unix.EISCONN:
 		if ctx.Err() != nil {
-			return mapContextErr(ctx.Err())
+			return nil, mapContextErr(ctx.Err())
 		}
-		return nil
+		return nil, nil
 	default:
-		return os.NewSyscallError("connect", err)
+		return nil, os.NewSyscallError("connect", err)
 	}
 	if deadline, ok := ctx.Deadline(); ok {
 		pfd.SetDeadline(deadline, pollfd.ModeWrite)
@@ -317,27 +322,27 @@ func (fd *netFD) connect(ctx context.Context, ra unix.Sockaddr) (ret error) {
 	for {
 		if err := pfd.wait(pollfd.ModeWrite); err != nil {
 			if ctx.Err() != nil {
-				return mapContextErr(ctx.Err())
+				return nil, mapContextErr(ctx.Err())
 			}
-			return err
+			return nil, err
 		}
 		nerr, err := unix.GetsockoptInt(pfd.sysfd, unix.SOL_SOCKET, unix.SO_ERROR)
 		if err != nil {
-			return os.NewSyscallError("getsockopt", err)
+			return nil, os.NewSyscallError("getsockopt", err)
 		}
 		switch e := syscall.Errno(nerr); e {
 		case unix.EINPROGRESS, unix.EALREADY, unix.EINTR:
 			continue // spurious wake-up
 		case unix.EISCONN:
-			return nil
+			return nil, nil
 		case 0:
 			// SO_ERROR is 0 also before the connect has finished; only
 			// a peer name proves it did.
-			if _, err := unix.Getpeername(pfd.sysfd); err == nil {
-				return nil
+			if peer, err := getpeername(pfd.sysfd); err == nil {
+				return peer, nil
 			}
 		default:
-			return os.NewSyscallError("connect", e)
+			return nil, os.NewSyscallError("connect", e)
 		}
 	}
 }
