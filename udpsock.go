@@ -37,10 +37,15 @@ func (c *UDPConn) ReadFromUDP(b []byte) (int, *net.UDPAddr, error) {
 	if !c.ok() {
 		return 0, nil, syscall.EINVAL
 	}
-	n, sa, err := c.fd.pfd.ReadFrom(b)
+	// Raw, not ReadFrom: x/sys's Recvfrom asks an IP socket's protocol
+	// (getsockopt) for every datagram before converting the sender
+	// (sockname.go).
+	var from unix.RawSockaddrAny
+	n, err := c.fd.pfd.ReadFromRaw(b, &from)
 	if err != nil {
 		return n, nil, c.opError("read", c.fd.raddr, wrapSyscallError("recvfrom", err))
 	}
+	sa, _ := rawToSockaddr(&from)
 	return n, c.udpAddrOf(sa), nil
 }
 
