@@ -399,7 +399,11 @@ func TestBadInput(t *testing.T) {
 }
 
 type writeTimeoutObs struct {
-	Partial  bool // the timed-out Write reports some bytes written
+	// Short: the timed-out Write reports fewer bytes than it was given.
+	// Whether it took any at all before the deadline is the kernel's and
+	// the scheduler's call (net itself returns 0 on a busy machine), so
+	// that is neither asserted nor compared.
+	Short    bool
 	Err      string
 	NextN    int
 	NextErr  string
@@ -421,7 +425,7 @@ func TestTLSWriteTimeoutParity(t *testing.T) {
 			var o writeTimeoutObs
 			c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 			n, err := c.Write(make([]byte, 64<<20)) // the peer does not read
-			o.Partial, o.Err = n > 0 && n < 64<<20, describeErr(err)
+			o.Short, o.Err = n < 64<<20, describeErr(err)
 			c.SetWriteDeadline(time.Time{})
 			o.NextN, err = c.Write([]byte("x"))
 			o.NextErr = describeErr(err)
@@ -431,7 +435,7 @@ func TestTLSWriteTimeoutParity(t *testing.T) {
 			n, err = c.Read(buf)
 			o.ReadBack = string(buf[:n]) + " " + describeErr(err)
 			t.Logf("%+v", o)
-			if !o.Partial || !strings.Contains(o.Err, "DeadlineExceeded") || o.NextN != 0 || o.NextErr != o.Err {
+			if !o.Short || !strings.Contains(o.Err, "DeadlineExceeded") || o.NextN != 0 || o.NextErr != o.Err {
 				t.Errorf("unexpected: %+v", o)
 			}
 			obs[st.name] = o
