@@ -4,8 +4,8 @@ package gatenet_test
 
 // TestMain and the helpers the File tests share: the common interface of
 // *os.File and *gatenet.File, the side-by-side runner (the same check on an
-// os.Pipe and on a gatenet pipe under every poller strategy), and the
-// error-observeFileErr observation the comparisons are made on.
+// os.Pipe and on a gatenet pipe under every poller strategy), and
+// observeFileErr, the description of an error the comparisons are made on.
 
 import (
 	"errors"

@@ -4,7 +4,7 @@ package gatenet_test
 
 // Benchmarks that put gatenet.Pipe next to os.Pipe in the same run, under
 // every poller strategy (pollfd.Options), plus the hot-path allocation
-// checks. The wait path is what differs between strategies (DESIGN.md,
+// checks. The wait path is what differs between strategies (docs/DESIGN.md,
 // "The hop, and why latency is the hard part"), so ping-pong reports CPU
 // per round trip as well as round trips per second: a strategy that is fast
 // only because it burns a second CPU shows it there.

@@ -4,7 +4,7 @@ package gatenet_test
 
 // Benchmarks that put gatenet's TCP sockets next to net's in the same run,
 // over loopback with both ends from the same library: ping-pong (the wait
-// path, DESIGN.md "The hop, and why latency is the hard part"), bulk
+// path, docs/DESIGN.md "The hop, and why latency is the hard part"), bulk
 // transfer (kernel-bound), and connection setup. The gatenet sub-benchmarks
 // use the default poller, so GATENET_POLLER picks the strategy:
 //

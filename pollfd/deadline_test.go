@@ -15,7 +15,7 @@ import (
 	"github.com/gatenet/gatenet/pollfd"
 )
 
-// The deadline matrix (DESIGN.md "Deadlines", stdlib-behaviour.md §2.3
+// The deadline matrix (docs/DESIGN.md "Deadlines", stdlib-behaviour.md §2.3
 // pollSetDeadline and netpolldeadlineimpl). Each case gets a fresh poller
 // and a pipe whose read end is registered and empty, so the only thing that
 // can wake its reader is what the case does. Only lower bounds on time are

@@ -15,9 +15,11 @@ package pollfd
 //	waiting  a goroutine has committed to park: on sema (a binary
 //	         semaphore: the runtime's own park, sema_runtime.go), on the
 //	         wake channel if it also selects on a context (selected), or in
-//	         a park slot (inSlot). Only a waker clears it, and the waker that
+//	         a park slot (inSlot). A waker clears it, and the waker that
 //	         clears it is the one that gives the single token on the park's
-//	         medium: one park, at most one token.
+//	         medium: one park, at most one token. The only other clearer is
+//	         the waiter itself, withdrawing a park no waker has claimed (its
+//	         context ended, or its slot's Read failed): then no token comes.
 //	selected the park is a select on the gate's wake channel and a
 //	         context's Done channel (ctxwait.go). Set with waiting, cleared
 //	         by the woken waiter.
@@ -307,8 +309,10 @@ func (d *Desc) harvest() {
 }
 
 // WaitContext is Wait that also returns when ctx is done, with ctx's
-// error. It starts no goroutine and no timer, and it leaves the deadlines
-// alone: the descriptor stays usable. A context already done when
+// error. It starts no goroutine and no timer per call (registering a
+// context that comes back takes one short-lived goroutine, once:
+// ctxwait.go), and it leaves the deadlines alone: the descriptor stays
+// usable. A context already done when
 // WaitContext is called returns its error without waiting.
 func (d *Desc) WaitContext(ctx context.Context, mode Mode) error {
 	done := ctx.Done()

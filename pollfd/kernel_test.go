@@ -16,7 +16,7 @@ import (
 	"github.com/gatenet/gatenet/pollfd"
 )
 
-// Kernel facts the design rests on (DESIGN.md, "pollfd: the ten contracts"
+// Kernel facts the design rests on (docs/DESIGN.md, "pollfd: the ten contracts"
 // and "Regular files"): which descriptors epoll accepts, what a refusal
 // looks like, and that EPOLL_CTL_ADD takes effect in an epoll_wait already
 // in progress.

@@ -10,7 +10,7 @@ package pollfd
 // scheduler wake an idle P's thread (runtime.ready → wakep), a futex wake
 // and often a migration per message. The runtime's own poller readies its
 // goroutines from findrunnable, on the thread that is going idle, with no
-// such wake: that is where net's ping-pong speed comes from (DESIGN.md,
+// such wake: that is where net's ping-pong speed comes from (docs/DESIGN.md,
 // "The hop").
 //
 // So a parking waiter may borrow a park slot: an eventfd registered with

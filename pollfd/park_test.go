@@ -16,7 +16,7 @@ import (
 )
 
 // TestRuntimeParkOverflow: with RuntimePark, more waiters park than there
-// are slots (a few per P); the ones without a slot park on their channels.
+// are slots (a few per P); the ones without a slot park on their gates.
 // Every waiter is woken by its own event, the rest by Unblock and by a
 // deadline, whatever it parked on, and the slots are reused across rounds.
 func TestRuntimeParkOverflow(t *testing.T) {

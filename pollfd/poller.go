@@ -141,8 +141,8 @@ func (p *Poller) Close() error {
 
 // IsPollDescriptor reports whether fd is one of the descriptors a live
 // poller owns itself (its epoll instances, the dups of them that the
-// nested strategy parks in the runtime poller, or the dedicated strategy's
-// shutdown eventfds). Code that closes every descriptor it does not know,
+// nested strategy parks in the runtime poller, the dedicated strategy's
+// wake-up eventfds, or the park slots' eventfds). Code that closes every descriptor it does not know,
 // as os/exec's tests do, must leave these alone. It mirrors the runtime's
 // isPollServerDescriptor.
 func IsPollDescriptor(fd int) bool {

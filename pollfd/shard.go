@@ -32,7 +32,7 @@ type shard struct {
 	initErr  error
 
 	epfd   int
-	loop   drainLoop // strategy.go
+	loop   drainLoop // drain.go
 	table  table
 	stats  counters
 	closed atomic.Bool

@@ -10,7 +10,7 @@ package pollfd
 // thread, blocked in epoll_wait(-1). It needs nothing from the runtime's
 // poller, but every readiness costs a wake-up of that thread and then a
 // second one, of the waiter, by the scheduler: on 2 vCPUs a round trip costs
-// about four times what it costs on net (DESIGN.md, "The hop").
+// about four times what it costs on net (docs/DESIGN.md, "The hop").
 //
 // Nested: the epoll descriptor is itself registered with the Go runtime's
 // poller (it is readable whenever it has events), and the drain goroutine
