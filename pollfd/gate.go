@@ -294,18 +294,28 @@ func (d *Desc) Prepare(mode Mode) error {
 // returns at once. It mirrors the runtime's pollWait, including re-parking
 // after a wake that found neither readiness nor an error.
 func (d *Desc) Wait(mode Mode) error {
-	d.harvest()
-	return d.wait(mode)
+	return d.wait(mode, d.harvest())
 }
 
 // harvest, before a wait, collects whatever the kernel has ready, for this
 // and other descriptors, on this thread: the scheduler then runs a woken
-// goroutine without a cross-thread wake-up (strategy.go). The callers run
-// it before they descend into wait, to keep the parked stack shallow.
-func (d *Desc) harvest() {
+// goroutine without a cross-thread wake-up (strategy.go). While waiters
+// the shard woke are still queued it harvests nothing, since a harvest
+// would jump them (harvestNow); and it reports busy when there are as many
+// of them as Ps, so that the wait that follows parks on its gate, not in a
+// park slot (park.go says why). The callers run it before they descend
+// into wait, to keep the parked stack shallow.
+func (d *Desc) harvest() (busy bool) {
+	if n := d.shard.runnable.Load(); n > 0 {
+		if d.shard.harvest {
+			d.shard.stats.harvestsDeferred.Add(1)
+		}
+		return n >= d.shard.procs
+	}
 	if d.shard.harvest {
 		d.shard.harvestNow()
 	}
+	return false
 }
 
 // WaitContext is Wait that also returns when ctx is done, with ctx's
@@ -317,8 +327,7 @@ func (d *Desc) harvest() {
 func (d *Desc) WaitContext(ctx context.Context, mode Mode) error {
 	done := ctx.Done()
 	if done == nil {
-		d.harvest()
-		return d.wait(mode) // not Wait: one frame less under the park
+		return d.wait(mode, d.harvest()) // not Wait: one frame less under the park
 	}
 	select {
 	case <-done:
@@ -335,11 +344,12 @@ func (d *Desc) WaitContext(ctx context.Context, mode Mode) error {
 // errDone reports that waitCancelable's context ended the wait.
 var errDone = errors.New("pollfd: wait abandoned")
 
-// wait is Wait. The plain park is inline, in this one small frame above
-// the runtime's: a goroutine parked here keeps these frames on its stack
-// for as long as its descriptor idles, and a 2 KiB stack that overflows
-// doubles for good. Waits a context can cancel are waitCancelable's.
-func (d *Desc) wait(mode Mode) error {
+// wait is Wait; busy is what harvest reported. The plain park is inline,
+// in this one small frame above the runtime's: a goroutine parked here
+// keeps these frames on its stack for as long as its descriptor idles, and
+// a 2 KiB stack that overflows doubles for good. Waits a context can
+// cancel are waitCancelable's.
+func (d *Desc) wait(mode Mode, busy bool) error {
 	g, err := d.beginWait(mode)
 	if err != nil {
 		return err
@@ -349,7 +359,7 @@ func (d *Desc) wait(mode Mode) error {
 			d.mu.Unlock()
 			return err
 		}
-		if d.shard.runtimePark && d.parkInSlotLocked(g) {
+		if d.shard.runtimePark && !busy && d.parkInSlotLocked(g) {
 			continue
 		}
 		g.sema.prepare()
@@ -437,9 +447,8 @@ func (d *Desc) wakeLocked(g *gate) bool {
 //
 // The event is counted under mu before anyone is woken, as the wake-ups
 // are: whoever the event wakes, and whoever then looks at the gate, sees it
-// in Stats.Events. (Counted after the batch, a waiter woken by one event
-// could let its test move on and take a Stats baseline that the count then
-// overtook.)
+// in Stats.Events, and a Stats baseline taken after a wake-up is never
+// overtaken by the event that caused it.
 func (d *Desc) deliver(events uint32) {
 	woke := 0
 	d.mu.Lock()

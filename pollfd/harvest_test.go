@@ -4,6 +4,7 @@ package pollfd_test
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 
@@ -86,12 +87,14 @@ func TestRunnableAccounting(t *testing.T) {
 }
 
 // TestHarvestDeferred: a waiter about to park does not harvest while a
-// woken waiter of its shard is still waiting to run (strategy.go), and
-// harvests again once none is.
+// woken waiter of its shard is still waiting to run (strategy.go), nor
+// take a park slot while as many as there are Ps are (park.go), and does
+// both again once none is.
 func TestHarvestDeferred(t *testing.T) {
 	eachStrategy(t, func(t *testing.T, p *pollfd.Poller) {
-		if !p.Options().Harvest {
-			t.Skip("no harvest")
+		o := p.Options()
+		if !o.Harvest && !o.RuntimePark {
+			t.Skip("neither harvest nor park slots")
 		}
 		r, w := newPipe(t)
 		d := open(t, p, r)
@@ -111,15 +114,26 @@ func TestHarvestDeferred(t *testing.T) {
 
 		base := p.Stats()
 		parkOnce()
-		require.Equal(t, base.HarvestsDeferred, p.Stats().HarvestsDeferred, "deferred with nothing queued")
-
-		d.AddRunnable(1)
-		base = p.Stats()
-		parkOnce()
 		st := p.Stats()
-		d.AddRunnable(-1)
-		require.Equal(t, base.HarvestsDeferred+1, st.HarvestsDeferred, "harvested past a queued waiter")
-		require.Equal(t, base.Harvests, st.Harvests, "harvested past a queued waiter")
+		require.Equal(t, base.HarvestsDeferred, st.HarvestsDeferred, "deferred with nothing queued")
+		if o.RuntimePark {
+			require.Equal(t, base.ParksInSlot+1, st.ParksInSlot, "no park slot with nothing queued")
+		}
+
+		for _, queued := range []int32{1, int32(runtime.GOMAXPROCS(0))} {
+			d.AddRunnable(queued)
+			base = p.Stats()
+			parkOnce()
+			st = p.Stats()
+			d.AddRunnable(-queued)
+			if o.Harvest {
+				require.Equal(t, base.HarvestsDeferred+1, st.HarvestsDeferred, "harvested past %d queued waiters", queued)
+				require.Equal(t, base.Harvests, st.Harvests, "harvested past %d queued waiters", queued)
+			}
+			if o.RuntimePark && int(queued) == runtime.GOMAXPROCS(0) {
+				require.Equal(t, base.ParksInSlot, st.ParksInSlot, "took a park slot with %d waiters queued", queued)
+			}
+		}
 		require.Zero(t, p.Stats().Runnable)
 	})
 }

@@ -11,7 +11,7 @@ package pollfd
 // and often a migration per message. The runtime's own poller readies its
 // goroutines from findrunnable, on the thread that is going idle, with no
 // such wake: that is where net's ping-pong speed comes from (docs/DESIGN.md,
-// "The hop").
+// "The hop, and why latency is the hard part").
 //
 // So a parking waiter may borrow a park slot: an eventfd registered with
 // the runtime's poller through an *os.File. It parks in the slot's
@@ -40,6 +40,13 @@ package pollfd
 // the gain is where few waiters are parked at a time (request/response on
 // a handful of busy connections), and its cost, the eventfd write, shows
 // only where the I/O itself is as cheap (pipe ping-pong; strategy.go).
+//
+// Nor does a waiter take a slot while as many waiters as there are Ps,
+// woken by its shard, are still queued (Desc.harvest reports busy). Then
+// no P is idle for goready's wake-up to cost anything, and a slot's waiter
+// would be run only when some thread, out of work, next consults the
+// runtime's poller: with four clients dialling at once, slots cost a
+// fifth of the connection rate (docs/PERFORMANCE.md).
 
 import (
 	"os"
@@ -50,10 +57,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// parkSlotsPerP is how many park slots a shard makes per P. More lose:
-// with 32, two alternating gatebench runs gave wrk 0.87 and 0.91 of net
-// against 0.94 and 0.93 with 2, and more server CPU per request (1.17×,
-// 1.13× against 1.04×, 1.09×), ping-pong and accept alike (2026-12-01).
+// parkSlotsPerP is how many park slots a shard makes per P. More lose on
+// many-connection servers (more eventfd writes, more server CPU per
+// request) and gain nothing on ping-pong (docs/PERFORMANCE.md).
 const parkSlotsPerP = 2
 
 // parkSlot is an eventfd a waiter parks on in the runtime's poller.

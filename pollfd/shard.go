@@ -5,6 +5,7 @@ package pollfd
 import (
 	"math"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -24,6 +25,7 @@ type shard struct {
 	// have not run since (gate.woken): goroutines in the scheduler's
 	// queues. A harvest waits while there are any (harvestNow).
 	runnable atomic.Int32
+	procs    int32 // GOMAXPROCS when the shard started: runnable ≥ procs is a busy scheduler (Desc.harvest)
 
 	runtimePark bool      // Options.RuntimePark
 	parkSlots   parkSlots // park.go
@@ -48,6 +50,7 @@ func (s *shard) init() error {
 			return
 		}
 		s.epfd = epfd
+		s.procs = int32(max(runtime.GOMAXPROCS(0), 1))
 		if s.runtimePark {
 			if err := s.parkSlots.start(); err != nil {
 				unix.Close(epfd)

@@ -154,8 +154,9 @@ func runChild(c Command, mode, kind string, size int, duration time.Duration) er
 // addPollerCounts adds to r's Extra where the round's wake-ups came from,
 // per operation, from the default poller's counters: parks, wake-ups of
 // parked waiters, drain-loop epoll_waits and harvests that found events.
-// They say why a round costs what it does (docs/DESIGN.md, "The hop"); the
-// round's setup is included, which is noise next to its operations.
+// They say why a round costs what it does (docs/DESIGN.md, "The hop, and
+// why latency is the hard part"); the round's setup is included, which is
+// noise next to its operations.
 func addPollerCounts(r *Result, before, after pollfd.Stats) {
 	if r.Ops <= 0 {
 		return
