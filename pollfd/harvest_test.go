@@ -37,12 +37,7 @@ func TestRunnableAccounting(t *testing.T) {
 		plain := func() error { return d.Wait(pollfd.ModeRead) }
 
 		ch := parked(plain)
-		_, err := unix.Write(w, []byte("x"))
-		require.NoError(t, err)
-		require.NoError(t, recvErr(t, ch))
-		var b [1]byte
-		_, err = unix.Read(r, b[:])
-		require.NoError(t, err)
+		wakeByByte(t, ch, r, w)
 		settled("an edge")
 
 		ch = parked(plain)
@@ -67,11 +62,7 @@ func TestRunnableAccounting(t *testing.T) {
 		server, stop := context.WithCancel(context.Background())
 		for range 2 {
 			ch = parked(func() error { return d.WaitContext(server, pollfd.ModeRead) })
-			_, err := unix.Write(w, []byte("x"))
-			require.NoError(t, err)
-			require.NoError(t, recvErr(t, ch))
-			_, err = unix.Read(r, b[:])
-			require.NoError(t, err)
+			wakeByByte(t, ch, r, w)
 			settled("an edge, under a context")
 		}
 		ch = parked(func() error { return d.WaitContext(server, pollfd.ModeRead) })
@@ -104,12 +95,7 @@ func TestHarvestDeferred(t *testing.T) {
 			mustEAGAIN(t, d)
 			ch := goWait(d, pollfd.ModeRead)
 			waitParks(t, p, base, 1)
-			_, err := unix.Write(w, []byte("x"))
-			require.NoError(t, err)
-			require.NoError(t, recvErr(t, ch))
-			var b [1]byte
-			_, err = unix.Read(r, b[:])
-			require.NoError(t, err)
+			wakeByByte(t, ch, r, w)
 		}
 
 		base := p.Stats()
@@ -136,4 +122,16 @@ func TestHarvestDeferred(t *testing.T) {
 		}
 		require.Zero(t, p.Stats().Runnable)
 	})
+}
+
+// wakeByByte writes a byte to the pipe (r, w) whose reader waits on ch,
+// checks the wait returned nil, and reads the byte back.
+func wakeByByte(t *testing.T, ch <-chan error, r, w int) {
+	t.Helper()
+	_, err := unix.Write(w, []byte("x"))
+	require.NoError(t, err)
+	require.NoError(t, recvErr(t, ch))
+	var b [1]byte
+	_, err = unix.Read(r, b[:])
+	require.NoError(t, err)
 }

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"time"
 
 	"github.com/gatenet/gatenet/internal/benchharness"
@@ -28,29 +27,7 @@ func dialLoop(s benchharness.Stack, clients int, duration time.Duration) (result
 		return result{}, err
 	}
 	addr := ln.Addr().String()
-	type got struct {
-		n   int64
-		err error
-	}
-	acceptDone := make(chan got, 1)
-	go func() {
-		var n int64
-		for {
-			a, err := ln.Accept()
-			if err != nil {
-				if errors.Is(err, net.ErrClosed) {
-					err = nil
-				}
-				acceptDone <- got{n, err}
-				return
-			}
-			n++
-			if err := a.Close(); err != nil {
-				acceptDone <- got{n, err}
-				return
-			}
-		}
-	}()
+	acceptDone := benchharness.AcceptAndClose(ln)
 	bufs := make([][1]byte, clients)
 	conn := func(w int) error {
 		c, err := s.DialTCP(addr)
@@ -69,11 +46,11 @@ func dialLoop(s benchharness.Stack, clients int, duration time.Duration) (result
 	run, loopErr := benchharness.RunConcurrent(clients, warm, duration, conn)
 	closeErr := ln.Close()
 	g := <-acceptDone
-	if err := errors.Join(loopErr, g.err, closeErr); err != nil {
+	if err := errors.Join(loopErr, g.Err, closeErr); err != nil {
 		return result{}, err
 	}
-	if want := int64(clients*warm) + run.Ops; g.n != want {
-		return result{}, fmt.Errorf("accepted %d connections, dialled %d", g.n, want)
+	if want := int64(clients*warm) + run.Ops; g.N != want {
+		return result{}, fmt.Errorf("accepted %d connections, dialled %d", g.N, want)
 	}
 	return run.Result(), nil
 }

@@ -165,29 +165,7 @@ func TCPAccept(s Stack, duration time.Duration) (Result, error) {
 		return Result{}, err
 	}
 	addr := ln.Addr().String()
-	type got struct {
-		n   int64
-		err error
-	}
-	acceptDone := make(chan got, 1)
-	go func() {
-		var n int64
-		for {
-			a, err := ln.Accept()
-			if err != nil {
-				if errors.Is(err, net.ErrClosed) {
-					err = nil
-				}
-				acceptDone <- got{n, err}
-				return
-			}
-			n++
-			if err := a.Close(); err != nil {
-				acceptDone <- got{n, err}
-				return
-			}
-		}
-	}()
+	acceptDone := AcceptAndClose(ln)
 
 	// One connection: dial, wait for the server's close (EOF), close.
 	// Waiting keeps dialler and acceptor in step, and leaves the
@@ -211,11 +189,43 @@ func TCPAccept(s Stack, duration time.Duration) (Result, error) {
 	elapsed, cpu := meter.Stop()
 	closeErr := ln.Close()
 	g := <-acceptDone
-	if err := errors.Join(loopErr, g.err, closeErr); err != nil {
+	if err := errors.Join(loopErr, g.Err, closeErr); err != nil {
 		return Result{}, err
 	}
-	if loopErr == nil && g.n != warm+n {
-		return Result{}, fmt.Errorf("accepted %d connections, dialled %d", g.n, warm+n)
+	if loopErr == nil && g.N != warm+n {
+		return Result{}, fmt.Errorf("accepted %d connections, dialled %d", g.N, warm+n)
 	}
 	return Result{Ops: n, Seconds: elapsed.Seconds(), CPUNanos: cpu}, nil
+}
+
+// Accepted is what an AcceptAndClose loop did: the connections it
+// accepted, and the error that ended it (nil when the listener closed).
+type Accepted struct {
+	N   int64
+	Err error
+}
+
+// AcceptAndClose accepts on ln and closes each connection at once until
+// ln is closed, then sends what it did on the channel.
+func AcceptAndClose(ln net.Listener) <-chan Accepted {
+	done := make(chan Accepted, 1)
+	go func() {
+		var n int64
+		for {
+			a, err := ln.Accept()
+			if err != nil {
+				if errors.Is(err, net.ErrClosed) {
+					err = nil
+				}
+				done <- Accepted{n, err}
+				return
+			}
+			n++
+			if err := a.Close(); err != nil {
+				done <- Accepted{n, err}
+				return
+			}
+		}
+	}()
+	return done
 }
