@@ -133,40 +133,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Mode selects a direction, with the runtime's values.
-type Mode int
-
-const (
-	ModeRead      Mode = 'r'
-	ModeWrite     Mode = 'w'
-	ModeReadWrite Mode = 'r' + 'w'
-)
-
-func (m Mode) String() string {
-	switch m {
-	case ModeRead:
-		return "read"
-	case ModeWrite:
-		return "write"
-	case ModeReadWrite:
-		return "read+write"
-	}
-	return "invalid mode"
-}
-
-// Errors returned by Prepare and Wait. The fd layer maps them to what the
-// standard library returns: ErrClosing to net.ErrClosed (sockets) or
-// os.ErrClosed (files), ErrTimeout to os.ErrDeadlineExceeded.
-var (
-	ErrClosing     = errors.New("pollfd: descriptor is closing")
-	ErrTimeout     = errors.New("pollfd: deadline exceeded")
-	ErrNotPollable = errors.New("not pollable") // last event was EPOLLERR alone
-	ErrDoubleWait  = errors.New("pollfd: a second waiter on the same gate")
-	ErrInvalidMode = errors.New("pollfd: invalid mode")
-	ErrNotClosing  = errors.New("pollfd: Close without Unblock")
-	ErrWaiters     = errors.New("pollfd: Close while a waiter is parked")
-)
-
 type gate struct {
 	ready    bool
 	waiting  bool

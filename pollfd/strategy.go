@@ -48,106 +48,10 @@ package pollfd
 // docs/DESIGN.md, "The hop, and why latency is the hard part".
 
 import (
-	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
 )
-
-// Strategy selects how the drain loop waits for epoll.
-type Strategy int
-
-const (
-	// Nested parks the epoll descriptor in the Go runtime's poller.
-	Nested Strategy = iota
-	// Dedicated blocks one locked OS thread in epoll_wait(-1).
-	Dedicated
-)
-
-func (s Strategy) String() string {
-	switch s {
-	case Nested:
-		return "nested"
-	case Dedicated:
-		return "dedicated"
-	}
-	return fmt.Sprintf("Strategy(%d)", int(s))
-}
-
-// Options configure a Poller.
-type Options struct {
-	Strategy Strategy
-	// Harvest lets a waiter run epoll_wait(…, 0) itself before it parks.
-	Harvest bool
-	// Shards is how many epoll instances descriptors are spread over
-	// (round-robin), each with its own drain loop; 0 means 1. A waiter
-	// harvests only its own shard.
-	Shards int
-	// RuntimePark lets a parking waiter wait in the Go runtime's poller,
-	// on one of a few eventfds, so that its wake-up needs no thread wake
-	// (park.go).
-	RuntimePark bool
-}
-
-// DefaultOptions returns what Default uses unless GATENET_POLLER says
-// otherwise: Nested with Harvest and RuntimePark (see the measurements
-// above).
-func DefaultOptions() Options { return Options{Strategy: Nested, Harvest: true, RuntimePark: true} }
-
-// String gives the form ParseOptions reads: "nested", "dedicated",
-// "nested+harvest", "dedicated+harvest", any of them with "+rpark"
-// (RuntimePark, as "nested+harvest+rpark"); more than one shard adds
-// "/N-shards" (ParseOptions leaves shards to GATENET_SHARDS).
-func (o Options) String() string {
-	s := o.Strategy.String()
-	if o.Harvest {
-		s += "+harvest"
-	}
-	if o.RuntimePark {
-		s += "+rpark"
-	}
-	if o.Shards > 1 {
-		s += "/" + strconv.Itoa(o.Shards) + "-shards"
-	}
-	return s
-}
-
-func (o Options) validate() error {
-	if o.Strategy != Nested && o.Strategy != Dedicated {
-		return fmt.Errorf("pollfd: unknown strategy %v", o.Strategy)
-	}
-	if o.Shards < 0 {
-		return fmt.Errorf("pollfd: negative shard count %d", o.Shards)
-	}
-	return nil
-}
-
-// ParseOptions reads the String form of Options.
-func ParseOptions(s string) (Options, error) {
-	var o Options
-	parts := strings.Split(strings.TrimSpace(s), "+")
-	switch parts[0] {
-	case "nested":
-		o.Strategy = Nested
-	case "dedicated":
-		o.Strategy = Dedicated
-	default:
-		return o, fmt.Errorf("pollfd: unknown strategy %q (want nested or dedicated, optionally +harvest and +rpark)", s)
-	}
-	for _, extra := range parts[1:] {
-		switch {
-		case extra == "harvest" && !o.Harvest:
-			o.Harvest = true
-		case extra == "rpark" && !o.RuntimePark:
-			o.RuntimePark = true
-		default:
-			return o, fmt.Errorf("pollfd: unknown or repeated option %q in %q", extra, s)
-		}
-	}
-	return o, nil
-}
 
 // harvestBatch is how many events a waiter collects before it parks.
 const harvestBatch = 16

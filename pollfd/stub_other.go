@@ -8,59 +8,26 @@ import (
 	"time"
 )
 
-// Off Linux there is no epoll: the types exist so that code naming them
-// compiles, and New and Open report errors.ErrUnsupported.
+// Off Linux there is no epoll: the poller's behaviour is stubbed here so
+// that code naming it compiles, and New and Open report
+// errors.ErrUnsupported. The declarations themselves (Mode, the errors,
+// Options, Strategy, ParseOptions, Stats) are types.go's, shared with
+// Linux.
 
-type Mode int
-
-const (
-	ModeRead      Mode = 'r'
-	ModeWrite     Mode = 'w'
-	ModeReadWrite Mode = 'r' + 'w'
-)
-
-var (
-	ErrClosing     = errors.New("pollfd: descriptor is closing")
-	ErrTimeout     = errors.New("pollfd: deadline exceeded")
-	ErrNotPollable = errors.New("not pollable")
-)
-
-type Strategy int
-
-const (
-	Nested Strategy = iota
-	Dedicated
-)
-
-type Options struct {
-	Strategy Strategy
-	Harvest  bool
-	Shards   int
-}
-
-type Stats struct {
-	Registered, DrainLoops                                         int64
-	DrainStarts                                                    uint64
-	EpollWaits, Events, StaleEvents, Parks, ParksInSlot, EINTR     uint64
-	TimerFires, Harvests, HarvestsDeferred                         uint64
-	Runnable                                                       int64
-	Wakeups, WakeupsEvent, WakeupsDeadline, WakeupsClose, Canceled uint64
-	EventsPerWait                                                  [9]uint64
-}
-
-type Poller struct{}
+type Poller struct{ opts Options }
 
 type Desc struct{}
 
-func DefaultOptions() Options                           { return Options{} }
-func Default() *Poller                                  { return &Poller{} }
+func Default() *Poller                                  { return &Poller{opts: DefaultOptions()} }
 func New(Options) (*Poller, error)                      { return nil, errors.ErrUnsupported }
+func (p *Poller) Options() Options                      { return p.opts }
 func (p *Poller) Open(int) (*Desc, error)               { return nil, errors.ErrUnsupported }
+func (p *Poller) OpenShard(int, int) (*Desc, error)     { return nil, errors.ErrUnsupported }
+func (p *Poller) Shards() int                           { return 0 }
 func (p *Poller) Close() error                          { return nil }
 func (p *Poller) ShardStats() []Stats                   { return nil }
 func (p *Poller) Stats() Stats                          { return Stats{} }
 func (p *Poller) IsPollDescriptor(int) bool             { return false }
-func PublishExpvar(string)                              {}
 func IsPollDescriptor(int) bool                         { return false }
 func (d *Desc) Prepare(Mode) error                      { return errors.ErrUnsupported }
 func (d *Desc) Wait(Mode) error                         { return errors.ErrUnsupported }

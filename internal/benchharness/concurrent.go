@@ -38,9 +38,6 @@ func (c *Concurrent) Result() Result {
 	return r
 }
 
-// SchedQuantiles are the quantiles Concurrent.Sched and AddSched hold.
-var SchedQuantiles = []float64{0.5, 0.99, 0.999}
-
 // AddSched puts scheduling latencies (SchedQuantiles, in seconds) in r's
 // Extra as "sched_p50_us", "sched_p99_us" and "sched_p999_us".
 func AddSched(r *Result, sched []float64) {

@@ -10,6 +10,9 @@ import (
 // of their own work.
 const schedLatencies = "/sched/latencies:seconds"
 
+// SchedQuantiles are the quantiles Concurrent.Sched and AddSched hold.
+var SchedQuantiles = []float64{0.5, 0.99, 0.999}
+
 // SchedSampler measures the scheduling latencies of this process over an
 // interval: Start takes the runtime's cumulative histogram, Stop the
 // difference since.

@@ -1,0 +1,205 @@
+package pollfd
+
+// The declarations every platform shares: on Linux they are the poller's,
+// elsewhere stub_other.go stubs the behaviour around them.
+
+import (
+	"errors"
+	"expvar"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Mode selects a direction, with the runtime's values.
+type Mode int
+
+const (
+	ModeRead      Mode = 'r'
+	ModeWrite     Mode = 'w'
+	ModeReadWrite Mode = 'r' + 'w'
+)
+
+func (m Mode) String() string {
+	switch m {
+	case ModeRead:
+		return "read"
+	case ModeWrite:
+		return "write"
+	case ModeReadWrite:
+		return "read+write"
+	}
+	return "invalid mode"
+}
+
+// Errors returned by Prepare and Wait. The fd layer maps them to what the
+// standard library returns: ErrClosing to net.ErrClosed (sockets) or
+// os.ErrClosed (files), ErrTimeout to os.ErrDeadlineExceeded.
+var (
+	ErrClosing     = errors.New("pollfd: descriptor is closing")
+	ErrTimeout     = errors.New("pollfd: deadline exceeded")
+	ErrNotPollable = errors.New("not pollable") // last event was EPOLLERR alone
+	ErrDoubleWait  = errors.New("pollfd: a second waiter on the same gate")
+	ErrInvalidMode = errors.New("pollfd: invalid mode")
+	ErrNotClosing  = errors.New("pollfd: Close without Unblock")
+	ErrWaiters     = errors.New("pollfd: Close while a waiter is parked")
+)
+
+// Strategy selects how the drain loop waits for epoll.
+type Strategy int
+
+const (
+	// Nested parks the epoll descriptor in the Go runtime's poller.
+	Nested Strategy = iota
+	// Dedicated blocks one locked OS thread in epoll_wait(-1).
+	Dedicated
+)
+
+func (s Strategy) String() string {
+	switch s {
+	case Nested:
+		return "nested"
+	case Dedicated:
+		return "dedicated"
+	}
+	return fmt.Sprintf("Strategy(%d)", int(s))
+}
+
+// Options configure a Poller.
+type Options struct {
+	Strategy Strategy
+	// Harvest lets a waiter run epoll_wait(…, 0) itself before it parks.
+	Harvest bool
+	// Shards is how many epoll instances descriptors are spread over
+	// (round-robin), each with its own drain loop; 0 means 1. A waiter
+	// harvests only its own shard.
+	Shards int
+	// RuntimePark lets a parking waiter wait in the Go runtime's poller,
+	// on one of a few eventfds, so that its wake-up needs no thread wake
+	// (park.go).
+	RuntimePark bool
+}
+
+// DefaultOptions returns what Default uses unless GATENET_POLLER says
+// otherwise: Nested with Harvest and RuntimePark (see the measurements
+// above).
+func DefaultOptions() Options { return Options{Strategy: Nested, Harvest: true, RuntimePark: true} }
+
+// String gives the form ParseOptions reads: "nested", "dedicated",
+// "nested+harvest", "dedicated+harvest", any of them with "+rpark"
+// (RuntimePark, as "nested+harvest+rpark"); more than one shard adds
+// "/N-shards" (ParseOptions leaves shards to GATENET_SHARDS).
+func (o Options) String() string {
+	s := o.Strategy.String()
+	if o.Harvest {
+		s += "+harvest"
+	}
+	if o.RuntimePark {
+		s += "+rpark"
+	}
+	if o.Shards > 1 {
+		s += "/" + strconv.Itoa(o.Shards) + "-shards"
+	}
+	return s
+}
+
+func (o Options) validate() error {
+	if o.Strategy != Nested && o.Strategy != Dedicated {
+		return fmt.Errorf("pollfd: unknown strategy %v", o.Strategy)
+	}
+	if o.Shards < 0 {
+		return fmt.Errorf("pollfd: negative shard count %d", o.Shards)
+	}
+	return nil
+}
+
+// ParseOptions reads the String form of Options.
+func ParseOptions(s string) (Options, error) {
+	var o Options
+	parts := strings.Split(strings.TrimSpace(s), "+")
+	switch parts[0] {
+	case "nested":
+		o.Strategy = Nested
+	case "dedicated":
+		o.Strategy = Dedicated
+	default:
+		return o, fmt.Errorf("pollfd: unknown strategy %q (want nested or dedicated, optionally +harvest and +rpark)", s)
+	}
+	for _, extra := range parts[1:] {
+		switch {
+		case extra == "harvest" && !o.Harvest:
+			o.Harvest = true
+		case extra == "rpark" && !o.RuntimePark:
+			o.RuntimePark = true
+		default:
+			return o, fmt.Errorf("pollfd: unknown or repeated option %q in %q", extra, s)
+		}
+	}
+	return o, nil
+}
+
+// Stats is a snapshot of a poller's counters. They are atomic counters
+// bumped on paths that already take a lock or make a system call, cheap
+// enough to leave on.
+type Stats struct {
+	Registered  int64  // descriptors registered now
+	DrainLoops  int64  // drain goroutines running now (only while descriptors are registered; drain.go)
+	DrainStarts uint64 // drain goroutines started
+	EpollWaits  uint64 // epoll_wait returns in the drain loop
+	Events      uint64 // events delivered to a registered descriptor (counted before the wake-up each causes)
+	StaleEvents uint64 // events whose token was no longer registered (dropped)
+	Parks       uint64 // Waits that parked
+	ParksInSlot uint64 // of which in a park slot, in the runtime's poller (Options.RuntimePark)
+	EINTR       uint64 // epoll_wait calls interrupted by a signal, and retried
+	TimerFires  uint64 // deadlines that expired by their timer
+	Harvests    uint64 // waiter-side epoll_wait(0) calls that found events
+	// HarvestsDeferred counts harvests not made because woken waiters
+	// were still waiting to run (strategy.go, harvestNow).
+	HarvestsDeferred uint64
+	// Runnable is how many waiters a waker has woken that have not run
+	// yet, now.
+	Runnable int64
+
+	// Parked waiters woken, in total and by cause.
+	Wakeups         uint64
+	WakeupsEvent    uint64 // readiness
+	WakeupsDeadline uint64 // a deadline expired or was set in the past
+	WakeupsClose    uint64 // Unblock (Close)
+	Canceled        uint64 // waits abandoned because their context ended
+
+	// EventsPerWait is a histogram of the events one drain-loop epoll_wait
+	// returned: bucket 0 counts returns with no event, bucket i (i ≥ 1)
+	// those with 2^(i-1) to 2^i-1 events.
+	EventsPerWait [9]uint64
+}
+
+func (t *Stats) add(s Stats) {
+	t.Registered += s.Registered
+	t.DrainLoops += s.DrainLoops
+	t.DrainStarts += s.DrainStarts
+	t.EpollWaits += s.EpollWaits
+	t.Events += s.Events
+	t.StaleEvents += s.StaleEvents
+	t.Parks += s.Parks
+	t.ParksInSlot += s.ParksInSlot
+	t.EINTR += s.EINTR
+	t.TimerFires += s.TimerFires
+	t.Harvests += s.Harvests
+	t.HarvestsDeferred += s.HarvestsDeferred
+	t.Runnable += s.Runnable
+	t.Wakeups += s.Wakeups
+	t.WakeupsEvent += s.WakeupsEvent
+	t.WakeupsDeadline += s.WakeupsDeadline
+	t.WakeupsClose += s.WakeupsClose
+	t.Canceled += s.Canceled
+	for i := range t.EventsPerWait {
+		t.EventsPerWait[i] += s.EventsPerWait[i]
+	}
+}
+
+// PublishExpvar publishes the default poller's Stats as the expvar
+// variable name (served by expvar's /debug/vars handler). Like
+// expvar.Publish it panics if name is already taken: call it once.
+func PublishExpvar(name string) {
+	expvar.Publish(name, expvar.Func(func() any { return Default().Stats() }))
+}
