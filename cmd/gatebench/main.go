@@ -126,7 +126,7 @@ func runChild(mode, kind string, size int, duration time.Duration) (result, erro
 	}
 	base, variant, _ := strings.Cut(kind, "+")
 	if mode == "pipe" {
-		return pipePingPong(base, size, duration)
+		return benchharness.PipePingPong(base, "net", size, duration)
 	}
 	s, err := benchharness.StackFor(base)
 	if err != nil {

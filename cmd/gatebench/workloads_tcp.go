@@ -2,19 +2,17 @@
 
 package main
 
-// The children of the socket and pipe workloads that are not
-// internal/benchharness's already (pingpong, bulk and accept are).
+// The children of the socket workloads that are not
+// internal/benchharness's already (pingpong, bulk, accept and pipe are).
 
 import (
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"sync"
 	"time"
 
-	"github.com/gatenet/gatenet"
 	"github.com/gatenet/gatenet/internal/benchharness"
 )
 
@@ -144,47 +142,4 @@ func scalePingPong(s benchharness.Stack, idle int, duration time.Duration) (resu
 	}
 	r.Extra["idle_conns"] = float64(idle)
 	return r, nil
-}
-
-type pipeEnd interface {
-	io.Reader
-	io.Writer
-	io.Closer
-}
-
-func newPipe(kind string) (r, w pipeEnd, err error) {
-	switch kind {
-	case "net":
-		return os.Pipe() // the standard library's contender
-	case "gatenet":
-		return gatenet.Pipe()
-	}
-	return nil, nil, fmt.Errorf("unknown -kind %q", kind)
-}
-
-// pipePingPong: the child writes a message on pipe A, an echo goroutine
-// reads it and writes it back on pipe B, the child reads it back.
-func pipePingPong(kind string, size int, duration time.Duration) (result, error) {
-	aR, aW, err := newPipe(kind)
-	if err != nil {
-		return result{}, err
-	}
-	bR, bW, err := newPipe(kind)
-	if err != nil {
-		aR.Close()
-		aW.Close()
-		return result{}, err
-	}
-	echoDone := benchharness.Echo(aR, bW, size)
-	n, meter, loopErr := benchharness.PingPong(aW, bR, size, duration, nil)
-	elapsed, cpu := meter.Stop()
-	closeErr := aW.Close()
-	echoErr := <-echoDone
-	for _, e := range []pipeEnd{aR, bR, bW} {
-		closeErr = errors.Join(closeErr, e.Close())
-	}
-	if err := errors.Join(loopErr, echoErr, closeErr); err != nil {
-		return result{}, err
-	}
-	return result{Ops: n, Bytes: n * int64(size), Seconds: elapsed.Seconds(), CPUNanos: cpu}, nil
 }

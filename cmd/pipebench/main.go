@@ -26,11 +26,8 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"time"
 
-	"github.com/gatenet/gatenet"
 	"github.com/gatenet/gatenet/internal/benchharness"
 )
 
@@ -89,72 +86,21 @@ func runParent(h *benchharness.Harness) error {
 
 // ---- child ----
 
-type pipeEnd interface {
-	io.Reader
-	io.Writer
-	io.Closer
-}
-
-func newPipe(kind string) (r, w pipeEnd, err error) {
-	switch kind {
-	case "os":
-		return os.Pipe()
-	case "gatenet":
-		return gatenet.Pipe()
-	}
-	return nil, nil, fmt.Errorf("unknown -kind %q", kind)
-}
-
 func runChild(mode, kind string, size int, duration time.Duration) (result, error) {
 	if size < 1 {
 		return result{}, fmt.Errorf("-size %d", size)
 	}
 	switch mode {
 	case "pingpong":
-		return pingPong(kind, size, duration)
+		return benchharness.PipePingPong(kind, "os", size, duration)
 	case "bulk":
 		return bulk(kind, size, duration)
 	}
 	return result{}, fmt.Errorf("unknown -child %q", mode)
 }
 
-// closeAll closes ends, ignoring ends already closed.
-func closeAll(ends ...pipeEnd) error {
-	var errs []error
-	for _, e := range ends {
-		if err := e.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func pingPong(kind string, size int, duration time.Duration) (result, error) {
-	aR, aW, err := newPipe(kind)
-	if err != nil {
-		return result{}, err
-	}
-	bR, bW, err := newPipe(kind)
-	if err != nil {
-		closeAll(aR, aW)
-		return result{}, err
-	}
-	echoDone := benchharness.Echo(aR, bW, size)
-
-	n, meter, loopErr := benchharness.PingPong(aW, bR, size, duration, nil)
-	elapsed, cpu := meter.Stop()
-
-	aW.Close()
-	echoErr := <-echoDone
-	closeErr := closeAll(aR, aW, bR, bW)
-	if err := errors.Join(loopErr, echoErr, closeErr); err != nil {
-		return result{}, err
-	}
-	return result{Ops: n, Bytes: n * int64(size), Seconds: elapsed.Seconds(), CPUNanos: cpu}, nil
-}
-
 func bulk(kind string, size int, duration time.Duration) (result, error) {
-	r, w, err := newPipe(kind)
+	r, w, err := benchharness.NewPipe(kind, "os")
 	if err != nil {
 		return result{}, err
 	}
@@ -170,7 +116,7 @@ func bulk(kind string, size int, duration time.Duration) (result, error) {
 	w.Close()
 	g := <-readDone // the tail still in the pipe counts
 	elapsed, cpu := meter.Stop()
-	closeErr := closeAll(r, w)
+	closeErr := benchharness.CloseAll(r, w)
 	if err := errors.Join(loopErr, g.Err, closeErr); err != nil {
 		return result{}, err
 	}
