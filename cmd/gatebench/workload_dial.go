@@ -9,7 +9,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/gatenet/gatenet/internal/benchharness"
@@ -29,19 +28,7 @@ func dialLoop(s benchharness.Stack, clients int, duration time.Duration) (result
 	addr := ln.Addr().String()
 	acceptDone := benchharness.AcceptAndClose(ln)
 	bufs := make([][1]byte, clients)
-	conn := func(w int) error {
-		c, err := s.DialTCP(addr)
-		if err != nil {
-			return err
-		}
-		_, err = c.Read(bufs[w][:])
-		if err == io.EOF {
-			err = nil
-		} else if err == nil {
-			err = errors.New("read data, want EOF")
-		}
-		return errors.Join(err, c.Close())
-	}
+	conn := func(w int) error { return benchharness.DialReadEOF(s, addr, bufs[w][:]) }
 	const warm = 25
 	run, loopErr := benchharness.RunConcurrent(clients, warm, duration, conn)
 	closeErr := ln.Close()

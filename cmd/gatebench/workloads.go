@@ -23,9 +23,9 @@ type workload struct {
 var workloads = []workload{
 	{"pingpong", runPingPong},
 	{"bulk", runBulk},
-	{"echo-many", runEchoMany},
+	{"echo-many", rateP99CPU("echo-many", echoConns, fmt.Sprintf("messages/s (%d conns)", echoConns), "message")},
 	{"accept", simple("accept", 0, "connections/s", "CPU µs/connection")},
-	{"dial", runDial},
+	{"dial", rateP99CPU("dial", dialClients, fmt.Sprintf("connections/s (%d dialers)", dialClients), "connection")},
 	{"http", runHTTP},
 	{"tls", simple("tls", tlsClients, fmt.Sprintf("handshakes/s (%d clients)", tlsClients), "CPU µs/handshake")},
 	{"pipe", simple("pipe", pingSize, "round trips/s (os.Pipe vs gatenet.Pipe)", "CPU µs/round trip")},
@@ -140,28 +140,20 @@ func runBulk(h *benchharness.Harness, rep *report) error {
 	return nil
 }
 
-func runEchoMany(h *benchharness.Harness, rep *report) error {
-	res, err := collect(h, rep, "echo-many", "echo-many", echoConns, contenders(rep, false))
-	if err != nil {
-		return err
+// rateP99CPU is a workload with a rate, the p99 of an operation and a
+// CPU per operation, net against gatenet; unit names one operation.
+func rateP99CPU(mode string, size int, rate, unit string) func(*benchharness.Harness, *report) error {
+	return func(h *benchharness.Harness, rep *report) error {
+		res, err := collect(h, rep, mode, mode, size, contenders(rep, false))
+		if err != nil {
+			return err
+		}
+		n, g := res["net"], res["gatenet"]
+		rep.add(mode, rate, kilo, false, n, g, nil, perSec)
+		rep.add(mode, "p99 µs/"+unit, fixed0, true, n, g, nil, extra("p99_us"))
+		rep.add(mode, "CPU µs/"+unit, fixed2, true, n, g, nil, cpuPerOp)
+		return nil
 	}
-	n, g := res["net"], res["gatenet"]
-	rep.add("echo-many", fmt.Sprintf("messages/s (%d conns)", echoConns), kilo, false, n, g, nil, perSec)
-	rep.add("echo-many", "p99 µs/message", fixed0, true, n, g, nil, extra("p99_us"))
-	rep.add("echo-many", "CPU µs/message", fixed2, true, n, g, nil, cpuPerOp)
-	return nil
-}
-
-func runDial(h *benchharness.Harness, rep *report) error {
-	res, err := collect(h, rep, "dial", "dial", dialClients, contenders(rep, false))
-	if err != nil {
-		return err
-	}
-	n, g := res["net"], res["gatenet"]
-	rep.add("dial", fmt.Sprintf("connections/s (%d dialers)", dialClients), kilo, false, n, g, nil, perSec)
-	rep.add("dial", "p99 µs/connection", fixed0, true, n, g, nil, extra("p99_us"))
-	rep.add("dial", "CPU µs/connection", fixed2, true, n, g, nil, cpuPerOp)
-	return nil
 }
 
 // latencyRows adds the p50, p99 and p99.9 of a request and the process's

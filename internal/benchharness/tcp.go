@@ -171,19 +171,7 @@ func TCPAccept(s Stack, duration time.Duration) (Result, error) {
 	// Waiting keeps dialler and acceptor in step, and leaves the
 	// TIME_WAIT on the server's side, where a new SYN may reuse it.
 	var buf [1]byte
-	conn := func() error {
-		c, err := s.DialTCP(addr)
-		if err != nil {
-			return err
-		}
-		_, err = c.Read(buf[:])
-		if err == io.EOF {
-			err = nil
-		} else if err == nil {
-			err = errors.New("read data, want EOF")
-		}
-		return errors.Join(err, c.Close())
-	}
+	conn := func() error { return DialReadEOF(s, addr, buf[:]) }
 	const warm = 100
 	n, meter, loopErr := Run(warm, duration, conn)
 	elapsed, cpu := meter.Stop()
@@ -228,4 +216,20 @@ func AcceptAndClose(ln net.Listener) <-chan Accepted {
 		}
 	}()
 	return done
+}
+
+// DialReadEOF is one connection of an accept or dial loop: dial addr,
+// read into buf until the server's close (any data is an error), close.
+func DialReadEOF(s Stack, addr string, buf []byte) error {
+	c, err := s.DialTCP(addr)
+	if err != nil {
+		return err
+	}
+	_, err = c.Read(buf)
+	if err == io.EOF {
+		err = nil
+	} else if err == nil {
+		err = errors.New("read data, want EOF")
+	}
+	return errors.Join(err, c.Close())
 }
