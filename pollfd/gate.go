@@ -104,6 +104,14 @@ package pollfd
 //   - Stale events. The drain loop finds a Desc by token (table.go); once
 //     Close has removed it, its events are dropped, and a reused fd number
 //     gets a new token.
+//   - The runnable count. Every wake that clears waiting sets woken and
+//     adds one; the waiter, which every wake lets run, clears woken and
+//     takes the one back the first time it holds mu again. A second wake
+//     needs waiting, which the waiter sets only after that, so a gate owes
+//     the count at most one; a waiter that withdraws does so only while no
+//     waker has claimed it (woken is still false). So the count returns to
+//     zero whenever every woken waiter has run. Harvests read it without
+//     mu: a stale read only makes one harvest early or late.
 //
 // The wake path allocates nothing, and neither does a plain park: the
 // semaphore is a word in the gate (in race builds a channel, made on the
