@@ -319,13 +319,20 @@ func (fd *netFD) connect(ctx context.Context, ra unix.Sockaddr) (peer unix.Socka
 			}
 		}
 	}()
+	// A connect to this host has usually finished inside connect(2):
+	// look once before parking (a ppoll, where a park costs a wake-up and
+	// a trip through the drain loop). Anything else waits as net's does.
+	done, _ := pollNow(pfd.sysfd, unix.POLLOUT)
 	for {
-		if err := pfd.wait(pollfd.ModeWrite); err != nil {
-			if ctx.Err() != nil {
-				return nil, mapContextErr(ctx.Err())
+		if !done {
+			if err := pfd.wait(pollfd.ModeWrite); err != nil {
+				if ctx.Err() != nil {
+					return nil, mapContextErr(ctx.Err())
+				}
+				return nil, err
 			}
-			return nil, err
 		}
+		done = false
 		nerr, err := unix.GetsockoptInt(pfd.sysfd, unix.SOL_SOCKET, unix.SO_ERROR)
 		if err != nil {
 			return nil, os.NewSyscallError("getsockopt", err)
