@@ -118,11 +118,11 @@ package pollfd
 // first park under mu and reused). A park that selects makes the gate's
 // wake channel once.
 //
-// Stack depth. A goroutine parked here for an idle connection keeps on its
-// stack the deepest frames it reached, and a 2 KiB stack that overflows
-// doubles for good (the runtime shrinks a stack only when a quarter of it
-// is in use). So the path from the fd layer's wait to the park is a few
-// small frames: the plain park is inline in wait, waits a context can
+// Stack depth (docs/DESIGN.md, "Stack depth", states the rule for the
+// whole package). A goroutine parked here for an idle connection keeps on
+// its stack the deepest frames it reached, and a 2 KiB stack that
+// overflows doubles for good. So the path from the fd layer's wait to the
+// park is a few small frames: the plain park is inline in wait, waits a context can
 // cancel have their own loop (waitCancelable), and the harvest runs before
 // wait, from Wait, on a buffer of the shard's rather than the stack. The
 // park itself is the runtime's gopark, as net's is: no sudog to allocate
@@ -319,10 +319,8 @@ func (d *Desc) WaitContext(ctx context.Context, mode Mode) error {
 var errDone = errors.New("pollfd: wait abandoned")
 
 // wait is Wait; busy is what harvest reported. The plain park is inline,
-// in this one small frame above the runtime's: a goroutine parked here
-// keeps these frames on its stack for as long as its descriptor idles, and
-// a 2 KiB stack that overflows doubles for good. Waits a context can
-// cancel are waitCancelable's.
+// in this one small frame above the runtime's (the stack-depth rule at
+// the top of this file); waits a context can cancel are waitCancelable's.
 func (d *Desc) wait(mode Mode, busy bool) error {
 	g, err := d.beginWait(mode)
 	if err != nil {

@@ -60,11 +60,8 @@ const harvestBatch = 16
 // file): one buffer, taken with TryLock. A waiter that finds it taken
 // parks without harvesting, since another thread is collecting for
 // everyone at that moment; the drain loop remains the backstop. The
-// buffer is here rather than on the waiter's stack because the waiter
-// parks right after: every byte of the deepest frame it reaches is a byte
-// its goroutine's stack must hold for as long as the connection idles
-// (a 2 KiB stack that overflows doubles, and never shrinks back while
-// parked).
+// buffer is the shard's, not the waiter's stack, which parks right after
+// (docs/DESIGN.md, "Stack depth").
 type harvester struct {
 	mu  sync.Mutex
 	buf [harvestBatch]unix.EpollEvent
