@@ -134,10 +134,23 @@ func TestFaultPeerReset(t *testing.T) {
 	sigs := make(chan os.Signal, 64)
 	signal.Notify(sigs, syscall.SIGPIPE)
 	defer signal.Stop(sigs)
+	fence := make(chan os.Signal, 1)
+	signal.Notify(fence, syscall.SIGWINCH)
+	defer signal.Stop(fence)
 	drain := func() int {
-		// Signals reach the channel asynchronously; a short grace is a
-		// lower bound on waiting, not an upper bound on anything.
-		time.Sleep(50 * time.Millisecond)
+		// Signals reach the channel asynchronously, after any grace the
+		// scheduler chooses to exceed: a SIGPIPE counted late is counted
+		// against the next maker. A SIGPIPE is queued in the runtime by
+		// its handler before the write(2) that raised it returns, and the
+		// runtime hands queued signals to os/signal in batches, each
+		// batch delivered in full before the next is collected. Two
+		// fences, each raised once the previous one has arrived, put the
+		// second in a later batch than every SIGPIPE raised so far: once
+		// it has arrived, they are all in sigs.
+		for range 2 {
+			require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGWINCH))
+			<-fence
+		}
 		n := 0
 		for {
 			select {
@@ -248,17 +261,35 @@ func TestFaultStalledReader(t *testing.T) {
 			testutil.Watchdog(t, faultWatchdog)
 			c, s := m.mk(t)
 			defer c.Close()
-			defer s.Close() // s never reads
+			defer s.Close() // s reads one byte, then nothing
 			type bufSetter interface {
 				SetReadBuffer(int) error
 				SetWriteBuffer(int) error
 			}
 			require.NoError(t, c.(bufSetter).SetWriteBuffer(16<<10))
 			require.NoError(t, s.(bufSetter).SetReadBuffer(16<<10))
-			require.NoError(t, c.SetWriteDeadline(time.Now().Add(200*time.Millisecond)))
 			// Far more than both buffers hold, even autotuned.
 			buf := make([]byte, 32<<20)
-			n, err := c.Write(buf)
+			type result struct {
+				n   int
+				err error
+			}
+			res := make(chan result, 1)
+			go func() {
+				n, err := c.Write(buf)
+				res <- result{n, err}
+			}()
+			// The deadline is set only once the Write has written: a
+			// deadline that expires before the Write's first write(2)
+			// (the scheduler may start it that late) rightly reports 0
+			// bytes. s takes one byte, proof that the Write has begun,
+			// and reads nothing more.
+			var one [1]byte
+			_, err := io.ReadFull(s, one[:])
+			require.NoError(t, err)
+			require.NoError(t, c.SetWriteDeadline(time.Now().Add(200*time.Millisecond)))
+			r := <-res
+			n, err := r.n, r.err
 			require.ErrorIs(t, err, os.ErrDeadlineExceeded)
 			var ne net.Error
 			require.ErrorAs(t, err, &ne)
