@@ -51,24 +51,35 @@ const anyShard = -1
 // a huge buffer is not handed to the kernel in one call.
 const maxRW = 1 << 30
 
-// newDescriptor wraps sysfd and registers it with p. pollable false, or a
-// registration epoll refuses (EPERM: a regular file or directory), leaves
-// it in blocking mode; the registration error is returned alongside the
-// usable descriptor, as internal/poll's Init does, for callers (sockets)
-// that treat it as fatal.
-//
-// shard picks the poller shard (pollfd.Poller.OpenShard); anyShard spreads.
-func newDescriptor(sysfd int, p *pollfd.Poller, shard int, pollable, isFile, isStream, zeroReadIsEOF bool) (*descriptor, error) {
-	fd := new(descriptor)
-	return fd, fd.init(sysfd, p, shard, pollable, isFile, isStream, zeroReadIsEOF)
+// newFileDescriptor wraps sysfd as a file (os's errors: "use of closed
+// file"; a stream whose 0-byte read is EOF) and registers it with p on any
+// shard, as os's newFile does. pollable false, or a registration epoll
+// refuses (EPERM: a regular file or directory), leaves it in blocking
+// mode; the registration error is returned alongside the usable
+// descriptor, as internal/poll's Init does, and a file treats it as
+// harmless.
+func newFileDescriptor(sysfd int, p *pollfd.Poller, pollable bool) (*descriptor, error) {
+	fd := &descriptor{isFile: true, isStream: true, zeroReadIsEOF: true}
+	return fd, fd.init(sysfd, p, anyShard, pollable)
 }
 
-// init is newDescriptor on a zero descriptor in place: a socket's lives in
-// its netFD, one allocation for both (an idle server holds one per
-// connection).
-func (fd *descriptor) init(sysfd int, p *pollfd.Poller, shard int, pollable, isFile, isStream, zeroReadIsEOF bool) error {
+// initSocket makes a zero descriptor, in place, the socket sysfd of type
+// sotype (net's errors; capped reads and writes on a stream; a 0-byte
+// read is EOF but on a datagram or raw socket, as net's newFD decides),
+// registered with p on shard (pollfd.Poller.OpenShard; anyShard spreads).
+// In place because a socket's descriptor lives in its netFD, one
+// allocation for both (an idle server holds one per connection). The
+// registration error is returned; a socket treats it as fatal.
+func (fd *descriptor) initSocket(sysfd, sotype int, p *pollfd.Poller, shard int) error {
+	fd.isStream = sotype == unix.SOCK_STREAM
+	fd.zeroReadIsEOF = sotype != unix.SOCK_DGRAM && sotype != unix.SOCK_RAW
+	return fd.init(sysfd, p, shard, true)
+}
+
+// init registers sysfd with p, on shard, if pollable; the kind fields
+// (isFile, isStream, zeroReadIsEOF) are already set.
+func (fd *descriptor) init(sysfd int, p *pollfd.Poller, shard int, pollable bool) error {
 	fd.sysfd = sysfd
-	fd.isFile, fd.isStream, fd.zeroReadIsEOF = isFile, isStream, zeroReadIsEOF
 	var err error
 	switch {
 	case pollable && shard == anyShard:

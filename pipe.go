@@ -126,7 +126,7 @@ func newFile(poller *pollfd.Poller, sysfd int, name string, weSetNonblock bool) 
 func newFileMode(poller *pollfd.Poller, sysfd int, name string, pollable, nonblock bool) *File {
 	// The registration error is not fatal for files: EPERM (a regular
 	// file or a directory) means blocking I/O, as os.newFile decides.
-	fd, _ := newDescriptor(sysfd, poller, anyShard, pollable, true, true, true)
+	fd, _ := newFileDescriptor(sysfd, poller, pollable)
 	return &File{fd: fd, name: name, nonblock: nonblock}
 }
 

@@ -49,8 +49,7 @@ func newNetFD(sysfd, family, sotype int, network string, p *pollfd.Poller, shard
 		p = pollfd.Default()
 	}
 	fd := &netFD{family: int16(family), sotype: int16(sotype), net: network}
-	if err := fd.pfd.init(sysfd, p, shard, true, false,
-		sotype == unix.SOCK_STREAM, sotype != unix.SOCK_DGRAM && sotype != unix.SOCK_RAW); err != nil {
+	if err := fd.pfd.initSocket(sysfd, sotype, p, shard); err != nil {
 		fd.pfd.Close()
 		return nil, err
 	}
