@@ -56,10 +56,10 @@ func rawFd(t *testing.T, c syscall.Conn) int {
 
 // TestDroppedWithoutCloseIsCollected: a conn, pipe or file dropped
 // without Close is closed by the collector, as net's and os's are by their
-// finalizers (fd.go's cleanup: the registered descriptors through their
-// pollfd.Desc, a regular file, in blocking mode, through its number). The
-// leak check (open descriptors before and after) would catch one that
-// stays open too; this names it.
+// finalizers (internal/poll/fd.go's finalize: the registered descriptors
+// through their pollfd.Desc, a regular file, in blocking mode, through its
+// number). The leak check (open descriptors before and after) would catch
+// one that stays open too; this names it.
 func TestDroppedWithoutCloseIsCollected(t *testing.T) {
 	testutil.CheckLeaks(t)
 	type victim struct {

@@ -177,11 +177,11 @@ func (c *conn) File() (*os.File, error) {
 
 // setsockoptInt wraps setsockopt(2) under a reference.
 func (fd *netFD) setsockoptInt(level, opt, value int) error {
-	if err := fd.pfd.incref(); err != nil {
+	if err := fd.pfd.Incref(); err != nil {
 		return err
 	}
-	defer fd.pfd.decref()
-	return os.NewSyscallError("setsockopt", unix.SetsockoptInt(fd.pfd.sysfd, level, opt, value))
+	defer fd.pfd.Decref()
+	return os.NewSyscallError("setsockopt", unix.SetsockoptInt(fd.pfd.Sysfd, level, opt, value))
 }
 
 // dupFile duplicates the socket into an *os.File named as net names them

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // The context-aware and readiness calls gatenet adds to net's method sets.
@@ -80,9 +82,14 @@ func (c *conn) WaitWrite(ctx context.Context) error {
 
 // acceptContext takes one connection, waiting no longer than ctx allows.
 func (fd *netFD) acceptContext(ctx context.Context) (*netFD, error) {
-	s, rsa, call, err := fd.pfd.AcceptContext(ctx)
+	var raw unix.RawSockaddrAny
+	s, call, err := fd.pfd.AcceptContext(ctx, &raw)
 	if err != nil {
 		return nil, wrapSyscallError(call, err)
+	}
+	rsa, err := acceptedSockaddr(s, &raw)
+	if err != nil {
+		return nil, wrapSyscallError("accept4", err)
 	}
 	return fd.newAccepted(s, rsa)
 }

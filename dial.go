@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gatenet/gatenet/internal/poll"
 	"github.com/gatenet/gatenet/pollfd"
 )
 
@@ -291,7 +292,7 @@ func (d *Dialer) dialSingle(ctx context.Context, network string, ra net.Addr) (n
 }
 
 func (d *Dialer) socketConfig() socketConfig {
-	cfg := socketConfig{poller: d.Poller, shard: anyShard, control: d.ControlContext}
+	cfg := socketConfig{poller: d.Poller, shard: poll.AnyShard, control: d.ControlContext}
 	if cfg.control == nil && d.Control != nil {
 		cfg.control = func(_ context.Context, network, address string, c syscall.RawConn) error {
 			return d.Control(network, address, c)

@@ -5,50 +5,12 @@ package gatenet
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"syscall"
-
-	"github.com/gatenet/gatenet/pollfd"
 )
 
-// errFileClosing is what the fd layer reports for a closed file, as
-// internal/poll's ErrFileClosing ("use of closed file"). File methods turn
-// it into os.ErrClosed inside a *os.PathError, except SetDeadline and the
-// RawConn methods, which return it bare, as *os.File does.
-var errFileClosing = errors.New("use of closed file")
-
-// errNotPollable is internal/poll's ErrNotPollable: the last epoll event
-// for the descriptor was EPOLLERR alone.
-var errNotPollable = errors.New("not pollable")
-
-// errWaitUnsupported is what a wait on a descriptor epoll refused returns,
-// as internal/poll's pollDesc.wait does.
-var errWaitUnsupported = errors.New("waiting for unsupported file type")
-
-// errClosing is the closed error a descriptor of this kind reports.
-func errClosing(isFile bool) error {
-	if isFile {
-		return errFileClosing
-	}
-	return net.ErrClosed
-}
-
-// convertPollErr maps pollfd's errors to the standard library's, as
-// internal/poll's convertErr does.
-func convertPollErr(err error, isFile bool) error {
-	switch err {
-	case nil:
-		return nil
-	case pollfd.ErrClosing:
-		return errClosing(isFile)
-	case pollfd.ErrTimeout:
-		return os.ErrDeadlineExceeded
-	case pollfd.ErrNotPollable:
-		return errNotPollable
-	}
-	return err
-}
+// The mapping of the poller's errors to net's and os's sentinels is the
+// descriptor layer's: internal/poll/errors.go.
 
 // errCanceled and errTimeout are net's unexported dial errors for a
 // cancelled or expired context: "operation was canceled" (Is

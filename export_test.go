@@ -2,15 +2,17 @@
 
 package gatenet
 
+import "github.com/gatenet/gatenet/internal/poll"
+
 // PipeOn is Pipe on a chosen poller, so tests and benchmarks can run every
 // poller strategy in one process.
 var PipeOn = pipeOn
 
 // SendfileCalls reports how many sendfile(2) calls gatenet has made.
-func SendfileCalls() int64 { return sendfileCalls.Load() }
+var SendfileCalls = poll.SendfileCalls
 
 // SpliceCalls reports how many splice(2) calls gatenet has made.
-func SpliceCalls() int64 { return spliceCalls.Load() }
+var SpliceCalls = poll.SpliceCalls
 
 // ParseUnixControlWith is ParseUnixControl closing through closeFD, so a
 // fuzz target can feed it descriptor numbers it does not own.

@@ -11,7 +11,6 @@ package gatenet
 
 import (
 	"io/fs"
-	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -30,7 +29,7 @@ func (f *File) Seek(offset int64, whence int) (int64, error) {
 		return 0, err
 	}
 	var off int64
-	err := f.fd.control(func(sysfd int) (err error) {
+	err := f.fd.Control(func(sysfd int) (err error) {
 		off, err = unix.Seek(sysfd, offset, whence)
 		return err
 	})
@@ -71,23 +70,8 @@ func (f *File) metadataOp(op string, call func(sysfd int) error) error {
 	if err := f.checkValid(op); err != nil {
 		return err
 	}
-	if err := f.fd.control(call); err != nil {
+	if err := f.fd.Control(call); err != nil {
 		return f.wrapErr(op, err)
 	}
 	return nil
-}
-
-// control runs call on the descriptor number while holding a reference
-// (so the number cannot be closed and reused under it), retrying EINTR,
-// as internal/poll's Fchmod, Fchown, Ftruncate, Fsync and Seek do.
-func (fd *descriptor) control(call func(sysfd int) error) error {
-	if err := fd.incref(); err != nil {
-		return err
-	}
-	defer fd.decref()
-	for {
-		if err := call(fd.sysfd); err != syscall.EINTR {
-			return err
-		}
-	}
 }

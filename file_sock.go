@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gatenet/gatenet/internal/poll"
 	"github.com/gatenet/gatenet/pollfd"
 )
 
@@ -133,7 +134,7 @@ func newFileNetFD(f *os.File) (*netFD, error) {
 		unix.Close(s)
 		return nil, unix.EPROTONOSUPPORT
 	}
-	fd, err := newNetFD(s, family, sotype, network, pollfd.Default(), anyShard)
+	fd, err := newNetFD(s, family, sotype, network, pollfd.Default(), poll.AnyShard)
 	if err != nil {
 		return nil, err
 	}

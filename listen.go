@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gatenet/gatenet/internal/poll"
 	"github.com/gatenet/gatenet/pollfd"
 )
 
@@ -140,7 +141,7 @@ func opAddr[A interface {
 }
 
 func (lc *ListenConfig) socketConfig() socketConfig {
-	cfg := socketConfig{poller: lc.Poller, shard: anyShard, backlog: lc.Backlog}
+	cfg := socketConfig{poller: lc.Poller, shard: poll.AnyShard, backlog: lc.Backlog}
 	if lc.Control != nil || lc.ReusePort {
 		cfg.control = func(_ context.Context, network, address string, c syscall.RawConn) error {
 			if lc.ReusePort {
@@ -164,12 +165,12 @@ func (lc *ListenConfig) socketConfig() socketConfig {
 }
 
 func (lc *ListenConfig) listenTCP(ctx context.Context, network string, laddr *net.TCPAddr) (*TCPListener, error) {
-	return lc.listenTCPShard(ctx, network, laddr, anyShard)
+	return lc.listenTCPShard(ctx, network, laddr, poll.AnyShard)
 }
 
 // listenTCPShard listens with Multipath TCP first if the ListenConfig says
 // so and the kernel has it, and with plain TCP after any failure of that,
-// as net's listenMPTCP. shard is the poller shard (anyShard spreads).
+// as net's listenMPTCP. shard is the poller shard (poll.AnyShard spreads).
 func (lc *ListenConfig) listenTCPShard(ctx context.Context, network string, laddr *net.TCPAddr, shard int) (*TCPListener, error) {
 	if lc.MultipathTCP() && supportsMultipathTCP() {
 		if l, err := lc.listenTCPProto(ctx, network, laddr, shard, unix.IPPROTO_MPTCP); err == nil {
@@ -187,7 +188,7 @@ func (lc *ListenConfig) listenTCPProto(ctx context.Context, network string, ladd
 	if err != nil {
 		return nil, err
 	}
-	fd.inheritShard = shard != anyShard
+	fd.inheritShard = shard != poll.AnyShard
 	return &TCPListener{fd: fd, lc: *lc}, nil
 }
 

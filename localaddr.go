@@ -33,9 +33,9 @@ func (fd *netFD) localAddr() net.Addr {
 	// A reference keeps the number from being closed, and reused, under
 	// getsockname. Without one the socket is closed, and its Close, which
 	// learns the address before it marks the socket closed, has stored it.
-	if fd.pfd.incref() == nil {
-		sa, err := getsockname(fd.pfd.sysfd)
-		fd.pfd.decref()
+	if fd.pfd.Incref() == nil {
+		sa, err := getsockname(fd.pfd.Sysfd)
+		fd.pfd.Decref()
 		if err == nil {
 			if a := fd.addr(sa); a != nil {
 				fd.laddr.CompareAndSwap(nil, a)

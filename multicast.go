@@ -39,11 +39,11 @@ func ListenMulticastUDP(network string, ifi *net.Interface, gaddr *net.UDPAddr) 
 // joinGroup sets the multicast interface, turns multicast loopback off and
 // joins group, as net's listenIPv4MulticastUDP / listenIPv6MulticastUDP.
 func (fd *netFD) joinGroup(ifi *net.Interface, group net.IP) error {
-	if err := fd.pfd.incref(); err != nil {
+	if err := fd.pfd.Incref(); err != nil {
 		return err
 	}
-	defer fd.pfd.decref()
-	s := fd.pfd.sysfd
+	defer fd.pfd.Decref()
+	s := fd.pfd.Sysfd
 	if ip4 := group.To4(); ip4 != nil && fd.family == unix.AF_INET {
 		mreq := &unix.IPMreq{Multiaddr: [4]byte(ip4)}
 		if ifi != nil {

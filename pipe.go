@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gatenet/gatenet/internal/poll"
 	"github.com/gatenet/gatenet/pollfd"
 )
 
@@ -27,7 +28,7 @@ import (
 // blocking mode, and its SetDeadline returns os.ErrNoDeadline, exactly as
 // *os.File.
 type File struct {
-	fd   *descriptor
+	fd   *poll.FD
 	name string
 	// nonblock: gatenet set O_NONBLOCK itself, so Fd restores blocking mode
 	// (as *os.File does for the descriptors it made non-blocking).
@@ -116,7 +117,7 @@ func OpenFile(name string, flag int, perm os.FileMode) (*File, error) {
 // restored.
 func newFile(poller *pollfd.Poller, sysfd int, name string, weSetNonblock bool) *File {
 	f := newFileMode(poller, sysfd, name, true, weSetNonblock)
-	if !f.fd.pollable() && weSetNonblock {
+	if !f.fd.Pollable() && weSetNonblock {
 		unix.SetNonblock(sysfd, false)
 		f.nonblock = false
 	}
@@ -126,7 +127,7 @@ func newFile(poller *pollfd.Poller, sysfd int, name string, weSetNonblock bool) 
 func newFileMode(poller *pollfd.Poller, sysfd int, name string, pollable, nonblock bool) *File {
 	// The registration error is not fatal for files: EPERM (a regular
 	// file or a directory) means blocking I/O, as os.newFile decides.
-	fd, _ := newFileDescriptor(sysfd, poller, pollable)
+	fd, _ := poll.NewFile(sysfd, poller, pollable)
 	return &File{fd: fd, name: name, nonblock: nonblock}
 }
 
@@ -157,7 +158,7 @@ func (f *File) wrapErr(op string, err error) error {
 	if err == nil || err == io.EOF {
 		return err
 	}
-	if err == errFileClosing {
+	if err == poll.ErrFileClosing {
 		err = os.ErrClosed
 	}
 	return &fs.PathError{Op: op, Path: f.name, Err: err}
@@ -245,7 +246,7 @@ func (f *File) Close() error {
 		return os.ErrInvalid
 	}
 	if err := f.fd.Close(); err != nil {
-		if err == errFileClosing {
+		if err == poll.ErrFileClosing {
 			err = os.ErrClosed
 		}
 		return &fs.PathError{Op: "close", Path: f.name, Err: err}
@@ -264,7 +265,11 @@ func (f *File) Fd() uintptr {
 	if f.nonblock {
 		f.fd.SetBlocking()
 	}
-	return uintptr(f.fd.sysfdOrInvalid())
+	if f.fd.Incref() != nil {
+		return ^uintptr(0)
+	}
+	defer f.fd.Decref()
+	return uintptr(f.fd.Sysfd)
 }
 
 // Name returns the name the File was created with.
@@ -320,7 +325,7 @@ func (f *File) SyscallConn() (syscall.RawConn, error) {
 
 // rawConn is the File's syscall.RawConn; like *os.File's, its errors are
 // not wrapped.
-type rawConn struct{ fd *descriptor }
+type rawConn struct{ fd *poll.FD }
 
 func (c rawConn) Control(f func(uintptr)) error    { return c.fd.RawControl(f) }
 func (c rawConn) Read(f func(uintptr) bool) error  { return c.fd.RawRead(f) }
@@ -348,7 +353,7 @@ func (f *File) WriteTo(w io.Writer) (int64, error) {
 		return 0, err
 	}
 	if dst, src := spliceEnd(w), spliceEnd(f); dst != nil && src != nil {
-		if n, err, handled := Splice(dst, src, 0); handled {
+		if n, err, handled := poll.Splice(dst, src, 0); handled {
 			return n, f.wrapErr("read", wrapSyscallError("splice", err))
 		}
 	}

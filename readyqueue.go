@@ -4,12 +4,10 @@ package gatenet
 
 import (
 	"context"
-	"errors"
 	"net"
 	"os"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/gatenet/gatenet/internal/poll"
 	"github.com/gatenet/gatenet/pollfd"
 )
 
@@ -17,31 +15,31 @@ import (
 // ReadyQueue can watch.
 type Pollable interface {
 	Close() error
-	descriptor() *descriptor
+	descriptor() *poll.FD
 }
 
-func (c *conn) descriptor() *descriptor {
+func (c *conn) descriptor() *poll.FD {
 	if !c.ok() {
 		return nil
 	}
 	return &c.fd.pfd
 }
 
-func (l *TCPListener) descriptor() *descriptor {
+func (l *TCPListener) descriptor() *poll.FD {
 	if !l.ok() {
 		return nil
 	}
 	return &l.fd.pfd
 }
 
-func (l *UnixListener) descriptor() *descriptor {
+func (l *UnixListener) descriptor() *poll.FD {
 	if !l.ok() {
 		return nil
 	}
 	return &l.fd.pfd
 }
 
-func (f *File) descriptor() *descriptor {
+func (f *File) descriptor() *poll.FD {
 	if f == nil {
 		return nil
 	}
@@ -66,38 +64,21 @@ type ReadyQueue struct {
 // NewReadyQueue returns an empty queue.
 func NewReadyQueue() *ReadyQueue { return &ReadyQueue{list: pollfd.NewReadyList()} }
 
-var errQueueUnpollable = errors.New("gatenet: a descriptor epoll refused cannot be watched")
-
 // Add watches p, or re-arms it after a worker is done with it: if p is
-// readable already, Next reports it at once.
+// readable already, Next reports it at once. A descriptor epoll refused (a
+// regular file) cannot be watched.
 func (q *ReadyQueue) Add(p Pollable) error {
 	fd := p.descriptor()
 	if fd == nil {
 		return os.ErrInvalid
 	}
-	if err := fd.incref(); err != nil {
-		return err
-	}
-	defer fd.decref()
-	if fd.pd == nil {
-		return errQueueUnpollable
-	}
-	if err := fd.pd.Watch(q.list, p); err != nil {
-		return convertPollErr(err, fd.isFile)
-	}
-	// Readiness from before the Watch raised no edge: look now. Any edge
-	// from here on is reported by the poller; NotifyReady is a no-op if
-	// that already happened.
-	if ready, err := pollNow(fd.sysfd, unix.POLLIN|unix.POLLRDHUP); err == nil && ready {
-		fd.pd.NotifyReady()
-	}
-	return nil
+	return fd.Watch(q.list, p)
 }
 
 // Remove stops watching p. Closing p removes it too.
 func (q *ReadyQueue) Remove(p Pollable) {
-	if fd := p.descriptor(); fd != nil && fd.pd != nil {
-		fd.pd.Unwatch()
+	if fd := p.descriptor(); fd != nil {
+		fd.Unwatch()
 	}
 }
 

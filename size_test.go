@@ -14,8 +14,8 @@ func TestNetFDSize(t *testing.T) {
 	if got := unsafe.Sizeof(netFD{}); got > 96 {
 		t.Fatalf("netFD is %d bytes, want at most 96", got)
 	}
-	// The descriptor's finalizer (fd.go) needs it at the start of the
-	// allocation.
+	// The descriptor's finalizer (internal/poll/fd.go) needs it at the
+	// start of the allocation.
 	if off := unsafe.Offsetof(netFD{}.pfd); off != 0 {
 		t.Fatalf("netFD.pfd is at offset %d, want 0", off)
 	}

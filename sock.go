@@ -15,12 +15,13 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gatenet/gatenet/internal/poll"
 	"github.com/gatenet/gatenet/pollfd"
 )
 
 // netFD is a socket: the descriptor plus what net's netFD keeps beside it.
 type netFD struct {
-	pfd descriptor // in place, first (its finalizer needs that): one allocation per socket
+	pfd poll.FD // in place, first (its finalizer needs that): one allocation per socket
 
 	// family to inheritShard fill one word, so that a netFD is 96 bytes
 	// (an idle server holds one per connection).
@@ -49,7 +50,7 @@ func newNetFD(sysfd, family, sotype int, network string, p *pollfd.Poller, shard
 		p = pollfd.Default()
 	}
 	fd := &netFD{family: int16(family), sotype: int16(sotype), net: network}
-	if err := fd.pfd.initSocket(sysfd, sotype, p, shard); err != nil {
+	if err := fd.pfd.InitSocket(sysfd, sotype, p, shard); err != nil {
 		fd.pfd.Close()
 		return nil, err
 	}
@@ -87,7 +88,7 @@ func boolint(b bool) int {
 // socketConfig is what socket needs beyond the addresses.
 type socketConfig struct {
 	poller  *pollfd.Poller
-	shard   int // anyShard, or the poller shard to register on
+	shard   int // poll.AnyShard, or the poller shard to register on
 	control func(ctx context.Context, network, address string, c syscall.RawConn) error
 	backlog int
 }
@@ -155,7 +156,7 @@ func (fd *netFD) addr(sa unix.Sockaddr) net.Addr { return sockaddrToAddr(int(fd.
 // listenStream: SO_REUSEADDR (on every stream listener, Unix ones
 // included, as net's setDefaultListenerSockopts), Control, bind, listen.
 func (fd *netFD) listenStream(ctx context.Context, laddr net.Addr, cfg socketConfig) error {
-	s := fd.pfd.sysfd
+	s := fd.pfd.Sysfd
 	if err := unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
 		return os.NewSyscallError("setsockopt", err)
 	}
@@ -195,7 +196,7 @@ func (fd *netFD) listenDatagram(ctx context.Context, laddr net.Addr, cfg socketC
 	// A multicast group address listens on the wildcard address with a
 	// reusable port, as net does, so several listeners can share a group.
 	if ua, ok := laddr.(*net.UDPAddr); ok && ua.IP.IsMulticast() {
-		if err := unix.SetsockoptInt(fd.pfd.sysfd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
+		if err := unix.SetsockoptInt(fd.pfd.Sysfd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
 			return os.NewSyscallError("setsockopt", err)
 		}
 		wild := *ua
@@ -216,11 +217,11 @@ func (fd *netFD) listenDatagram(ctx context.Context, laddr net.Addr, cfg socketC
 		return err
 	}
 	if lsa != nil {
-		if err := unix.Bind(fd.pfd.sysfd, lsa); err != nil {
+		if err := unix.Bind(fd.pfd.Sysfd, lsa); err != nil {
 			return os.NewSyscallError("bind", err)
 		}
 	}
-	lsa, _ = getsockname(fd.pfd.sysfd)
+	lsa, _ = getsockname(fd.pfd.Sysfd)
 	fd.setLocalAddr(fd.addr(lsa))
 	return nil
 }
@@ -240,7 +241,7 @@ func (fd *netFD) dial(ctx context.Context, laddr, raddr net.Addr, cfg socketConf
 			return err
 		}
 		if lsa != nil {
-			if err := unix.Bind(fd.pfd.sysfd, lsa); err != nil {
+			if err := unix.Bind(fd.pfd.Sysfd, lsa); err != nil {
 				return os.NewSyscallError("bind", err)
 			}
 		}
@@ -259,14 +260,14 @@ func (fd *netFD) dial(ctx context.Context, laddr, raddr net.Addr, cfg socketConf
 	if fd.isConnected && fd.sotype != unix.SOCK_DGRAM && fd.sotype != unix.SOCK_RAW {
 		fd.lazyLocal = true // fixed by the connect: learnt when asked (localaddr.go)
 	} else {
-		lsa, _ := getsockname(fd.pfd.sysfd)
+		lsa, _ := getsockname(fd.pfd.Sysfd)
 		fd.setLocalAddr(fd.addr(lsa))
 	}
 	// The remote address is the peer the kernel reports or, failing that
 	// (a UDP "connect" to port 0), the address as resolved, as net does.
 	fd.raddr = raddr
 	if peer == nil {
-		peer, _ = getpeername(fd.pfd.sysfd)
+		peer, _ = getpeername(fd.pfd.Sysfd)
 	}
 	if peer != nil {
 		fd.raddr = fd.addr(peer)
@@ -285,10 +286,10 @@ func (fd *netFD) connect(ctx context.Context, ra unix.Sockaddr) (peer unix.Socka
 	pfd := &fd.pfd
 	// Forget the readiness reported when the socket was registered: the
 	// wait below is for the connect's own edge.
-	if err := pfd.prepare(pollfd.ModeWrite); err != nil {
+	if err := pfd.Prepare(pollfd.ModeWrite); err != nil {
 		return nil, err
 	}
-	switch err := unix.Connect(pfd.sysfd, ra); err {
+	switch err := unix.Connect(pfd.Sysfd, ra); err {
 	case unix.EINPROGRESS, unix.EALREADY, unix.EINTR:
 	case nil, unix.EISCONN:
 		if ctx.Err() != nil {
@@ -321,10 +322,10 @@ func (fd *netFD) connect(ctx context.Context, ra unix.Sockaddr) (peer unix.Socka
 	// A connect to this host has usually finished inside connect(2):
 	// look once before parking (a ppoll, where a park costs a wake-up and
 	// a trip through the drain loop). Anything else waits as net's does.
-	done, _ := pollNow(pfd.sysfd, unix.POLLOUT)
+	done, _ := poll.PollNow(pfd.Sysfd, unix.POLLOUT)
 	for {
 		if !done {
-			if err := pfd.wait(pollfd.ModeWrite); err != nil {
+			if err := pfd.Wait(pollfd.ModeWrite); err != nil {
 				if ctx.Err() != nil {
 					return nil, mapContextErr(ctx.Err())
 				}
@@ -332,7 +333,7 @@ func (fd *netFD) connect(ctx context.Context, ra unix.Sockaddr) (peer unix.Socka
 			}
 		}
 		done = false
-		nerr, err := unix.GetsockoptInt(pfd.sysfd, unix.SOL_SOCKET, unix.SO_ERROR)
+		nerr, err := unix.GetsockoptInt(pfd.Sysfd, unix.SOL_SOCKET, unix.SO_ERROR)
 		if err != nil {
 			return nil, os.NewSyscallError("getsockopt", err)
 		}
@@ -344,7 +345,7 @@ func (fd *netFD) connect(ctx context.Context, ra unix.Sockaddr) (peer unix.Socka
 		case 0:
 			// SO_ERROR is 0 also before the connect has finished; only
 			// a peer name proves it did.
-			if peer, err := getpeername(pfd.sysfd); err == nil {
+			if peer, err := getpeername(pfd.Sysfd); err == nil {
 				return peer, nil
 			}
 		default:
@@ -364,11 +365,11 @@ func (fd *netFD) Close() error {
 
 // shutdown wraps shutdown(2).
 func (fd *netFD) shutdown(how int) error {
-	if err := fd.pfd.incref(); err != nil {
+	if err := fd.pfd.Incref(); err != nil {
 		return err
 	}
-	defer fd.pfd.decref()
-	return os.NewSyscallError("shutdown", unix.Shutdown(fd.pfd.sysfd, how))
+	defer fd.pfd.Decref()
+	return os.NewSyscallError("shutdown", unix.Shutdown(fd.pfd.Sysfd, how))
 }
 
 // accept takes one connection and wraps it as a socket of the listener's
@@ -378,11 +379,11 @@ func (fd *netFD) accept() (*netFD, error) { return fd.acceptContext(nil) }
 // newAccepted wraps an accepted socket as one of the listener's kind, on
 // the listener's poller.
 func (fd *netFD) newAccepted(s int, rsa unix.Sockaddr) (*netFD, error) {
-	shard := anyShard
+	shard := poll.AnyShard
 	if fd.inheritShard {
-		shard = fd.pfd.pd.Shard()
+		shard = fd.pfd.Desc().Shard()
 	}
-	nfd, err := newNetFD(s, int(fd.family), int(fd.sotype), fd.net, fd.pfd.pd.Poller(), shard)
+	nfd, err := newNetFD(s, int(fd.family), int(fd.sotype), fd.net, fd.pfd.Desc().Poller(), shard)
 	if err != nil {
 		return nil, err
 	}

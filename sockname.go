@@ -8,9 +8,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// getsockname, getpeername and accept4 wrap those system calls as
-// x/sys/unix's Getsockname, Getpeername and Accept4 do, with one system
-// call fewer: for an AF_INET or AF_INET6 address x/sys first asks the
+// getsockname and getpeername wrap those system calls, and
+// acceptedSockaddr converts the address accept4(2) reported
+// (internal/poll's FD.Accept), as x/sys/unix's Getsockname, Getpeername and
+// Accept4 do, with one system call fewer: for an AF_INET or AF_INET6 address x/sys first asks the
 // socket's protocol (getsockopt(SO_PROTOCOL), to tell an L2TP/IP socket
 // apart), which net does not. They are for the sockets gatenet makes
 // (TCP, UDP, raw IP, Unix) and accepts (a listening socket is never
@@ -46,26 +47,20 @@ func getpeername(s int) (unix.Sockaddr, error) {
 	return unix.Getpeername(s)
 }
 
-// accept4 wraps accept4(2) on a listening socket.
-func accept4(s, flags int) (int, unix.Sockaddr, error) {
-	var rsa unix.RawSockaddrAny
-	n := uint32(unix.SizeofSockaddrAny)
-	r, _, e := unix.Syscall6(unix.SYS_ACCEPT4, uintptr(s), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&n)), uintptr(flags), 0, 0)
-	if e != 0 {
-		return -1, nil, e
+// acceptedSockaddr converts rsa, the peer's address accept4(2) reported
+// for the new socket ns. For another family (a listener from
+// FileListener) it asks x/sys for the peer's address instead, and closes
+// ns if that fails.
+func acceptedSockaddr(ns int, rsa *unix.RawSockaddrAny) (unix.Sockaddr, error) {
+	if sa, ok := rawToSockaddr(rsa); ok {
+		return sa, nil
 	}
-	ns := int(r)
-	if sa, ok := rawToSockaddr(&rsa); ok {
-		return ns, sa, nil
-	}
-	// Another family (a listener from FileListener): the peer's address
-	// is what accept reported.
 	sa, err := unix.Getpeername(ns)
 	if err != nil {
 		unix.Close(ns)
-		return -1, nil, err
+		return nil, err
 	}
-	return ns, sa, nil
+	return sa, nil
 }
 
 // rawToSockaddr converts an AF_INET, AF_INET6 or AF_UNIX address exactly

@@ -7,14 +7,16 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
 
-// TestSocknameMatchesXSys: getsockname, getpeername and accept4 return
-// what x/sys/unix's Getsockname, Getpeername and Accept4 return, for every
-// family gatenet makes sockets of, bound, connected, abstract and unnamed.
+// TestSocknameMatchesXSys: getsockname, getpeername and accept4 (below:
+// a listener's accept) return what x/sys/unix's Getsockname, Getpeername
+// and Accept4 return, for every family gatenet makes sockets of, bound,
+// connected, abstract and unnamed.
 func TestSocknameMatchesXSys(t *testing.T) {
 	type listenerCase struct{ network, addr string }
 	cases := []listenerCase{
@@ -82,6 +84,22 @@ func TestSocknameMatchesXSys(t *testing.T) {
 		_, got = getsockname(-1)
 		require.ErrorIs(t, got, unix.EBADF)
 	})
+}
+
+// accept4 is what a listener's accept does: accept4(2), as
+// internal/poll's FD.Accept makes it, then acceptedSockaddr.
+func accept4(s, flags int) (int, unix.Sockaddr, error) {
+	var rsa unix.RawSockaddrAny
+	n := uint32(unix.SizeofSockaddrAny)
+	r, _, e := unix.Syscall6(unix.SYS_ACCEPT4, uintptr(s), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&n)), uintptr(flags), 0, 0)
+	if e != 0 {
+		return -1, nil, e
+	}
+	sa, err := acceptedSockaddr(int(r), &rsa)
+	if err != nil {
+		return -1, nil, err
+	}
+	return int(r), sa, nil
 }
 
 func compareNames(t *testing.T, fd int) {

@@ -6,11 +6,13 @@ import (
 	"io"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gatenet/gatenet/internal/poll"
 )
 
 // spliceEnd returns the descriptor of a gatenet stream socket or pipe end
 // that splice(2) can use, or nil.
-func spliceEnd(x any) *descriptor {
+func spliceEnd(x any) *poll.FD {
 	switch v := x.(type) {
 	case *TCPConn:
 		if v.ok() {
@@ -25,7 +27,7 @@ func spliceEnd(x any) *descriptor {
 			return &v.fd.pfd
 		}
 	case *File:
-		if v != nil && v.fd.pollable() {
+		if v != nil && v.fd.Pollable() {
 			return v.fd
 		}
 	}
@@ -34,7 +36,7 @@ func spliceEnd(x any) *descriptor {
 
 // spliceFrom splices from r, a gatenet stream conn or pipe (or one inside
 // an *io.LimitedReader, whose N is updated), into dst.
-func spliceFrom(dst *descriptor, r io.Reader) (int64, error, bool) {
+func spliceFrom(dst *poll.FD, r io.Reader) (int64, error, bool) {
 	var remain int64
 	lr, ok := r.(*io.LimitedReader)
 	if ok {
@@ -47,7 +49,7 @@ func spliceFrom(dst *descriptor, r io.Reader) (int64, error, bool) {
 	if src == nil {
 		return 0, nil, false
 	}
-	n, err, handled := Splice(dst, src, remain)
+	n, err, handled := poll.Splice(dst, src, remain)
 	if lr != nil {
 		lr.N -= n
 	}

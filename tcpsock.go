@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gatenet/gatenet/internal/poll"
 	"github.com/gatenet/gatenet/pollfd"
 )
 
@@ -203,7 +204,7 @@ func (c *TCPConn) WriteTo(w io.Writer) (int64, error) {
 	handled := false
 	if uc, ok := w.(*UnixConn); ok {
 		if dst := spliceEnd(uc); dst != nil {
-			n, err, handled = Splice(dst, &c.fd.pfd, 0)
+			n, err, handled = poll.Splice(dst, &c.fd.pfd, 0)
 			err = wrapSyscallError("splice", err)
 		}
 	}
@@ -224,11 +225,11 @@ func (fd *netFD) setLinger(sec int) error {
 	if sec >= 0 {
 		l.Onoff, l.Linger = 1, int32(sec)
 	}
-	if err := fd.pfd.incref(); err != nil {
+	if err := fd.pfd.Incref(); err != nil {
 		return err
 	}
-	defer fd.pfd.decref()
-	return os.NewSyscallError("setsockopt", unix.SetsockoptLinger(fd.pfd.sysfd, unix.SOL_SOCKET, unix.SO_LINGER, &l))
+	defer fd.pfd.Decref()
+	return os.NewSyscallError("setsockopt", unix.SetsockoptLinger(fd.pfd.Sysfd, unix.SOL_SOCKET, unix.SO_LINGER, &l))
 }
 
 // setKeepAliveOpt sets a TCP keep-alive time in whole seconds, rounded up:

@@ -1,6 +1,6 @@
 //go:build linux
 
-package gatenet
+package poll
 
 import (
 	"runtime"
@@ -23,6 +23,11 @@ const maxSpliceChunk = 1 << 20
 
 // spliceCalls counts splice(2) calls, for tests.
 var spliceCalls atomic.Int64
+
+// SpliceCalls reports how many splice(2) calls Splice has made. It is a
+// test hook (the root package's tests reach it through export_test.go), not
+// an API.
+func SpliceCalls() int64 { return spliceCalls.Load() }
 
 // splicePipe is a pipe kept for reuse; it is returned to the pool only
 // empty. A pipe the pool drops is closed by the collector (as
@@ -58,7 +63,7 @@ func (p *splicePipe) close() {
 // reached dst (bytes stranded in the pipe by an error are lost, as net's).
 // handled is false when the kernel refused the pair before a byte moved:
 // the caller then copies through a buffer.
-func Splice(dst, src *descriptor, remain int64) (written int64, err error, handled bool) {
+func Splice(dst, src *FD, remain int64) (written int64, err error, handled bool) {
 	pv := splicePipes.Get()
 	if pv == nil {
 		return 0, nil, false
@@ -91,27 +96,27 @@ func Splice(dst, src *descriptor, remain int64) (written int64, err error, handl
 
 // spliceDrain moves up to limit bytes from fd into the pipe's write end,
 // waiting for fd to be readable.
-func (fd *descriptor) spliceDrain(pipew, limit int) (int, error) {
+func (fd *FD) spliceDrain(pipew, limit int) (int, error) {
 	if err := fd.readLock(); err != nil {
 		return 0, err
 	}
 	defer fd.readUnlock()
-	if err := fd.prepare(pollfd.ModeRead); err != nil {
+	if err := fd.Prepare(pollfd.ModeRead); err != nil {
 		return 0, err
 	}
 	for {
 		spliceCalls.Add(1)
-		n, err := unix.Splice(fd.sysfd, nil, pipew, nil, limit, unix.SPLICE_F_NONBLOCK)
+		n, err := unix.Splice(fd.Sysfd, nil, pipew, nil, limit, unix.SPLICE_F_NONBLOCK)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != unix.EAGAIN {
 			return int(max(n, 0)), err
 		}
-		if !fd.pollable() {
+		if !fd.Pollable() {
 			return 0, err
 		}
-		if err := fd.wait(pollfd.ModeRead); err != nil {
+		if err := fd.Wait(pollfd.ModeRead); err != nil {
 			return 0, err
 		}
 	}
@@ -119,18 +124,18 @@ func (fd *descriptor) spliceDrain(pipew, limit int) (int, error) {
 
 // splicePump moves inPipe bytes from the pipe's read end into fd, waiting
 // for room.
-func (fd *descriptor) splicePump(piper, inPipe int) (int, error) {
+func (fd *FD) splicePump(piper, inPipe int) (int, error) {
 	if err := fd.writeLock(); err != nil {
 		return 0, err
 	}
 	defer fd.writeUnlock()
-	if err := fd.prepare(pollfd.ModeWrite); err != nil {
+	if err := fd.Prepare(pollfd.ModeWrite); err != nil {
 		return 0, err
 	}
 	written := 0
 	for inPipe > 0 {
 		spliceCalls.Add(1)
-		n, err := unix.Splice(piper, nil, fd.sysfd, nil, inPipe, unix.SPLICE_F_NONBLOCK)
+		n, err := unix.Splice(piper, nil, fd.Sysfd, nil, inPipe, unix.SPLICE_F_NONBLOCK)
 		if err == unix.EINTR {
 			continue
 		}
@@ -142,10 +147,10 @@ func (fd *descriptor) splicePump(piper, inPipe int) (int, error) {
 		if err != unix.EAGAIN {
 			return written, err
 		}
-		if !fd.pollable() {
+		if !fd.Pollable() {
 			return written, err
 		}
-		if err := fd.wait(pollfd.ModeWrite); err != nil {
+		if err := fd.Wait(pollfd.ModeWrite); err != nil {
 			return written, err
 		}
 	}

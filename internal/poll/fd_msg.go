@@ -1,6 +1,6 @@
 //go:build linux
 
-package gatenet
+package poll
 
 import (
 	"unsafe"
@@ -15,23 +15,23 @@ import (
 // and a datagram is written whole or not at all.
 
 // ReadFrom wraps recvfrom(2).
-func (fd *descriptor) ReadFrom(p []byte) (int, unix.Sockaddr, error) {
+func (fd *FD) ReadFrom(p []byte) (int, unix.Sockaddr, error) {
 	if err := fd.readLock(); err != nil {
 		return 0, nil, err
 	}
 	defer fd.readUnlock()
-	if err := fd.prepare(pollfd.ModeRead); err != nil {
+	if err := fd.Prepare(pollfd.ModeRead); err != nil {
 		return 0, nil, err
 	}
 	for {
-		n, sa, err := unix.Recvfrom(fd.sysfd, p, 0)
+		n, sa, err := unix.Recvfrom(fd.Sysfd, p, 0)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
 			n = 0
-			if err == unix.EAGAIN && fd.pollable() {
-				if err = fd.wait(pollfd.ModeRead); err == nil {
+			if err == unix.EAGAIN && fd.Pollable() {
+				if err = fd.Wait(pollfd.ModeRead); err == nil {
 					continue
 				}
 			}
@@ -45,12 +45,12 @@ func (fd *descriptor) ReadFrom(p []byte) (int, unix.Sockaddr, error) {
 // Sockaddr (and its RawSockaddrAny escapes), so the UDP AddrPort methods
 // use this with a RawSockaddrAny on their stack, as internal/poll's
 // RecvfromInet4/6 do for net. It wraps recvfrom(2) directly.
-func (fd *descriptor) ReadFromRaw(p []byte, from *unix.RawSockaddrAny) (int, error) {
+func (fd *FD) ReadFromRaw(p []byte, from *unix.RawSockaddrAny) (int, error) {
 	if err := fd.readLock(); err != nil {
 		return 0, err
 	}
 	defer fd.readUnlock()
-	if err := fd.prepare(pollfd.ModeRead); err != nil {
+	if err := fd.Prepare(pollfd.ModeRead); err != nil {
 		return 0, err
 	}
 	buf := unsafe.Pointer(&zeroByte)
@@ -59,14 +59,14 @@ func (fd *descriptor) ReadFromRaw(p []byte, from *unix.RawSockaddrAny) (int, err
 	}
 	for {
 		fromLen := uint32(unix.SizeofSockaddrAny)
-		r, _, e := unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd.sysfd), uintptr(buf), uintptr(len(p)), 0,
+		r, _, e := unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd.Sysfd), uintptr(buf), uintptr(len(p)), 0,
 			uintptr(unsafe.Pointer(from)), uintptr(unsafe.Pointer(&fromLen)))
 		if e == unix.EINTR {
 			continue
 		}
 		if e != 0 {
-			if e == unix.EAGAIN && fd.pollable() {
-				if err := fd.wait(pollfd.ModeRead); err != nil {
+			if e == unix.EAGAIN && fd.Pollable() {
+				if err := fd.Wait(pollfd.ModeRead); err != nil {
 					return 0, err
 				}
 				continue
@@ -83,22 +83,22 @@ var zeroByte byte
 
 // ReadMsg wraps recvmsg(2). It returns the payload and ancillary byte
 // counts, the message flags and the sender.
-func (fd *descriptor) ReadMsg(p, oob []byte, flags int) (n, oobn, recvflags int, sa unix.Sockaddr, err error) {
+func (fd *FD) ReadMsg(p, oob []byte, flags int) (n, oobn, recvflags int, sa unix.Sockaddr, err error) {
 	if err := fd.readLock(); err != nil {
 		return 0, 0, 0, nil, err
 	}
 	defer fd.readUnlock()
-	if err := fd.prepare(pollfd.ModeRead); err != nil {
+	if err := fd.Prepare(pollfd.ModeRead); err != nil {
 		return 0, 0, 0, nil, err
 	}
 	for {
-		n, oobn, recvflags, sa, err = unix.Recvmsg(fd.sysfd, p, oob, flags)
+		n, oobn, recvflags, sa, err = unix.Recvmsg(fd.Sysfd, p, oob, flags)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			if err == unix.EAGAIN && fd.pollable() {
-				if err = fd.wait(pollfd.ModeRead); err == nil {
+			if err == unix.EAGAIN && fd.Pollable() {
+				if err = fd.Wait(pollfd.ModeRead); err == nil {
 					continue
 				}
 			}
@@ -108,21 +108,21 @@ func (fd *descriptor) ReadMsg(p, oob []byte, flags int) (n, oobn, recvflags int,
 }
 
 // WriteTo wraps sendto(2). On success it reports len(p).
-func (fd *descriptor) WriteTo(p []byte, sa unix.Sockaddr) (int, error) {
+func (fd *FD) WriteTo(p []byte, sa unix.Sockaddr) (int, error) {
 	if err := fd.writeLock(); err != nil {
 		return 0, err
 	}
 	defer fd.writeUnlock()
-	if err := fd.prepare(pollfd.ModeWrite); err != nil {
+	if err := fd.Prepare(pollfd.ModeWrite); err != nil {
 		return 0, err
 	}
 	for {
-		err := unix.Sendto(fd.sysfd, p, 0, sa)
+		err := unix.Sendto(fd.Sysfd, p, 0, sa)
 		if err == unix.EINTR {
 			continue
 		}
-		if err == unix.EAGAIN && fd.pollable() {
-			if err = fd.wait(pollfd.ModeWrite); err == nil {
+		if err == unix.EAGAIN && fd.Pollable() {
+			if err = fd.Wait(pollfd.ModeWrite); err == nil {
 				continue
 			}
 		}
@@ -140,12 +140,12 @@ func (fd *descriptor) WriteTo(p []byte, sa unix.Sockaddr) (int, error) {
 // Like x/sys's, a failed recvmsg(2) reports n == -1 and no oob or flags;
 // unlike it, an empty p is not padded with a dummy byte (that is for
 // stream sockets).
-func (fd *descriptor) ReadMsgRaw(p, oob []byte, flags int, from *unix.RawSockaddrAny) (n, oobn, recvflags int, err error) {
+func (fd *FD) ReadMsgRaw(p, oob []byte, flags int, from *unix.RawSockaddrAny) (n, oobn, recvflags int, err error) {
 	if err := fd.readLock(); err != nil {
 		return 0, 0, 0, err
 	}
 	defer fd.readUnlock()
-	if err := fd.prepare(pollfd.ModeRead); err != nil {
+	if err := fd.Prepare(pollfd.ModeRead); err != nil {
 		return 0, 0, 0, err
 	}
 	var iov unix.Iovec
@@ -163,13 +163,13 @@ func (fd *descriptor) ReadMsgRaw(p, oob []byte, flags int, from *unix.RawSockadd
 	for {
 		msg.Name = (*byte)(unsafe.Pointer(from))
 		msg.Namelen = unix.SizeofSockaddrAny
-		r, _, e := unix.Syscall(unix.SYS_RECVMSG, uintptr(fd.sysfd), uintptr(unsafe.Pointer(&msg)), uintptr(flags))
+		r, _, e := unix.Syscall(unix.SYS_RECVMSG, uintptr(fd.Sysfd), uintptr(unsafe.Pointer(&msg)), uintptr(flags))
 		if e == unix.EINTR {
 			continue
 		}
 		if e != 0 {
-			if e == unix.EAGAIN && fd.pollable() {
-				if err := fd.wait(pollfd.ModeRead); err != nil {
+			if e == unix.EAGAIN && fd.Pollable() {
+				if err := fd.Wait(pollfd.ModeRead); err != nil {
 					return -1, 0, 0, err
 				}
 				continue
@@ -185,12 +185,12 @@ func (fd *descriptor) ReadMsgRaw(p, oob []byte, flags int, from *unix.RawSockadd
 // msghdr on the stack, so that nothing is allocated. It wraps sendmsg(2)
 // directly and reports the payload bytes sent and len(oob), as
 // internal/poll's WriteMsg does.
-func (fd *descriptor) WriteMsgRaw(p, oob []byte, sa unsafe.Pointer, salen uint32) (int, int, error) {
+func (fd *FD) WriteMsgRaw(p, oob []byte, sa unsafe.Pointer, salen uint32) (int, int, error) {
 	if err := fd.writeLock(); err != nil {
 		return 0, 0, err
 	}
 	defer fd.writeUnlock()
-	if err := fd.prepare(pollfd.ModeWrite); err != nil {
+	if err := fd.Prepare(pollfd.ModeWrite); err != nil {
 		return 0, 0, err
 	}
 	var iov unix.Iovec
@@ -208,12 +208,12 @@ func (fd *descriptor) WriteMsgRaw(p, oob []byte, sa unsafe.Pointer, salen uint32
 	msg.Name = (*byte)(sa)
 	msg.Namelen = salen
 	for {
-		r, _, e := unix.Syscall(unix.SYS_SENDMSG, uintptr(fd.sysfd), uintptr(unsafe.Pointer(&msg)), 0)
+		r, _, e := unix.Syscall(unix.SYS_SENDMSG, uintptr(fd.Sysfd), uintptr(unsafe.Pointer(&msg)), 0)
 		if e == unix.EINTR {
 			continue
 		}
-		if e == unix.EAGAIN && fd.pollable() {
-			if err := fd.wait(pollfd.ModeWrite); err != nil {
+		if e == unix.EAGAIN && fd.Pollable() {
+			if err := fd.Wait(pollfd.ModeWrite); err != nil {
 				return 0, 0, err
 			}
 			continue
@@ -228,12 +228,12 @@ func (fd *descriptor) WriteMsgRaw(p, oob []byte, sa unsafe.Pointer, salen uint32
 // WriteToRaw is WriteTo with the destination as a raw sockaddr of salen
 // bytes at sa (a caller's stack variable), so that no unix.Sockaddr is
 // allocated. It wraps sendto(2) directly; on success it reports len(p).
-func (fd *descriptor) WriteToRaw(p []byte, sa unsafe.Pointer, salen uint32) (int, error) {
+func (fd *FD) WriteToRaw(p []byte, sa unsafe.Pointer, salen uint32) (int, error) {
 	if err := fd.writeLock(); err != nil {
 		return 0, err
 	}
 	defer fd.writeUnlock()
-	if err := fd.prepare(pollfd.ModeWrite); err != nil {
+	if err := fd.Prepare(pollfd.ModeWrite); err != nil {
 		return 0, err
 	}
 	buf := unsafe.Pointer(&zeroByte)
@@ -241,13 +241,13 @@ func (fd *descriptor) WriteToRaw(p []byte, sa unsafe.Pointer, salen uint32) (int
 		buf = unsafe.Pointer(&p[0])
 	}
 	for {
-		_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(fd.sysfd), uintptr(buf), uintptr(len(p)), 0,
+		_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(fd.Sysfd), uintptr(buf), uintptr(len(p)), 0,
 			uintptr(sa), uintptr(salen))
 		if e == unix.EINTR {
 			continue
 		}
-		if e == unix.EAGAIN && fd.pollable() {
-			if err := fd.wait(pollfd.ModeWrite); err != nil {
+		if e == unix.EAGAIN && fd.Pollable() {
+			if err := fd.Wait(pollfd.ModeWrite); err != nil {
 				return 0, err
 			}
 			continue
@@ -261,21 +261,21 @@ func (fd *descriptor) WriteToRaw(p []byte, sa unsafe.Pointer, salen uint32) (int
 
 // WriteMsg wraps sendmsg(2). It reports the payload bytes sent and
 // len(oob), as internal/poll's WriteMsg does.
-func (fd *descriptor) WriteMsg(p, oob []byte, sa unix.Sockaddr) (int, int, error) {
+func (fd *FD) WriteMsg(p, oob []byte, sa unix.Sockaddr) (int, int, error) {
 	if err := fd.writeLock(); err != nil {
 		return 0, 0, err
 	}
 	defer fd.writeUnlock()
-	if err := fd.prepare(pollfd.ModeWrite); err != nil {
+	if err := fd.Prepare(pollfd.ModeWrite); err != nil {
 		return 0, 0, err
 	}
 	for {
-		n, err := unix.SendmsgN(fd.sysfd, p, oob, sa, 0)
+		n, err := unix.SendmsgN(fd.Sysfd, p, oob, sa, 0)
 		if err == unix.EINTR {
 			continue
 		}
-		if err == unix.EAGAIN && fd.pollable() {
-			if err = fd.wait(pollfd.ModeWrite); err == nil {
+		if err == unix.EAGAIN && fd.Pollable() {
+			if err = fd.Wait(pollfd.ModeWrite); err == nil {
 				continue
 			}
 		}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package gatenet
+package poll
 
 import (
 	"sync/atomic"
@@ -14,17 +14,22 @@ import (
 // path ran without timing anything.
 var sendfileCalls atomic.Int64
 
+// SendfileCalls reports how many sendfile(2) calls SendFile has made. It
+// is a test hook (the root package's tests reach it through export_test.go),
+// not an API.
+func SendfileCalls() int64 { return sendfileCalls.Load() }
+
 // SendFile copies up to size bytes (size 0: to end of file) from the file
 // descriptor src, from and advancing its current offset, to the
 // descriptor with sendfile(2), waiting for room as Write does. It mirrors
 // internal/poll's SendFile: handled is false when the kernel refused
 // before anything was sent (the caller then copies through a buffer).
-func (fd *descriptor) SendFile(src int, size int64) (written int64, err error, handled bool) {
+func (fd *FD) SendFile(src int, size int64) (written int64, err error, handled bool) {
 	if err := fd.writeLock(); err != nil {
 		return 0, err, false
 	}
 	defer fd.writeUnlock()
-	if err := fd.prepare(pollfd.ModeWrite); err != nil {
+	if err := fd.Prepare(pollfd.ModeWrite); err != nil {
 		return 0, err, false
 	}
 	for {
@@ -33,7 +38,7 @@ func (fd *descriptor) SendFile(src int, size int64) (written int64, err error, h
 			chunk = int(min(size-written, int64(chunk)))
 		}
 		sendfileCalls.Add(1)
-		n, err := unix.Sendfile(fd.sysfd, src, nil, chunk)
+		n, err := unix.Sendfile(fd.Sysfd, src, nil, chunk)
 		if n > 0 {
 			written += int64(n)
 		}
@@ -43,7 +48,7 @@ func (fd *descriptor) SendFile(src int, size int64) (written int64, err error, h
 				return written, nil, true // end of file, or the limit
 			}
 		case unix.EAGAIN:
-			if err = fd.wait(pollfd.ModeWrite); err != nil {
+			if err = fd.Wait(pollfd.ModeWrite); err != nil {
 				return written, err, true
 			}
 		case unix.EINTR:

@@ -1,6 +1,6 @@
 //go:build linux
 
-package gatenet
+package poll
 
 import (
 	"sync"

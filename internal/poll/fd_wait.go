@@ -1,9 +1,10 @@
 //go:build linux
 
-package gatenet
+package poll
 
 import (
 	"context"
+	"errors"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -19,12 +20,12 @@ import (
 // — or until ctx is done, the read deadline passes or the descriptor is
 // closed. It consumes nothing. It holds the read lock, so it queues behind
 // (and ahead of) Reads as they do behind each other.
-func (fd *descriptor) WaitReadable(ctx context.Context) error {
+func (fd *FD) WaitReadable(ctx context.Context) error {
 	return fd.waitReady(ctx, pollfd.ModeRead)
 }
 
 // WaitWritable is WaitReadable for room to write, under the write lock.
-func (fd *descriptor) WaitWritable(ctx context.Context) error {
+func (fd *FD) WaitWritable(ctx context.Context) error {
 	return fd.waitReady(ctx, pollfd.ModeWrite)
 }
 
@@ -36,7 +37,7 @@ func (fd *descriptor) WaitWritable(ctx context.Context) error {
 // One frame, no defer, one call into pollfd: a goroutine parked here for
 // an idle connection keeps its deepest frames on its stack, and a 2 KiB
 // stack that overflows doubles for good.
-func (fd *descriptor) waitReady(ctx context.Context, mode pollfd.Mode) error {
+func (fd *FD) waitReady(ctx context.Context, mode pollfd.Mode) error {
 	events := int16(unix.POLLIN | unix.POLLRDHUP)
 	var err error
 	if mode == pollfd.ModeRead {
@@ -49,13 +50,13 @@ func (fd *descriptor) waitReady(ctx context.Context, mode pollfd.Mode) error {
 		return err
 	}
 	if fd.pd != nil { // else epoll refused it (a regular file): always ready, as poll(2) says
-		err = fd.prepare(mode)
+		err = fd.Prepare(mode)
 		if err == nil {
 			err = ctx.Err()
 		}
 		if err == nil {
 			var ready bool
-			ready, err = pollNow(fd.sysfd, events)
+			ready, err = pollNow(fd.Sysfd, events)
 			if err == nil && !ready {
 				// Any readiness from here on is a new edge, which wakes
 				// the gate. (Wait, not WaitContext, when ctx can never
@@ -75,6 +76,40 @@ func (fd *descriptor) waitReady(ctx context.Context, mode pollfd.Mode) error {
 		fd.writeUnlock()
 	}
 	return err
+}
+
+// errUnwatchable is Watch's error for a descriptor epoll refused.
+var errUnwatchable = errors.New("gatenet: a descriptor epoll refused cannot be watched")
+
+// Watch adds the descriptor to l, with v as what l's Next hands out
+// (pollfd.Desc.Watch), or re-arms it: if it is readable already, l reports
+// it at once. A closed descriptor reports the closed error; one epoll
+// refused cannot be watched.
+func (fd *FD) Watch(l *pollfd.ReadyList, v any) error {
+	if err := fd.Incref(); err != nil {
+		return err
+	}
+	defer fd.Decref()
+	if fd.pd == nil {
+		return errUnwatchable
+	}
+	if err := fd.pd.Watch(l, v); err != nil {
+		return convertPollErr(err, fd.isFile)
+	}
+	// Readiness from before the Watch raised no edge: look now. Any edge
+	// from here on is reported by the poller; NotifyReady is a no-op if
+	// that already happened.
+	if ready, err := pollNow(fd.Sysfd, unix.POLLIN|unix.POLLRDHUP); err == nil && ready {
+		fd.pd.NotifyReady()
+	}
+	return nil
+}
+
+// Unwatch stops the watch Watch started, if any (pollfd.Desc.Unwatch).
+func (fd *FD) Unwatch() {
+	if fd.pd != nil {
+		fd.pd.Unwatch()
+	}
 }
 
 // pollNow reports whether fd is ready for events, or in an error or
@@ -97,3 +132,7 @@ func pollNow(fd int, events int16) (bool, error) {
 		return n > 0 && pfd.Revents&(events|unix.POLLERR|unix.POLLHUP|unix.POLLNVAL) != 0, nil
 	}
 }
+
+// PollNow is pollNow for the root package's socket code: whether fd is
+// ready for events now (ppoll(2) with a zero timeout).
+func PollNow(fd int, events int16) (bool, error) { return pollNow(fd, events) }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package gatenet
+package poll
 
 import (
 	"io"
@@ -27,12 +27,12 @@ var iovecPool = sync.Pool{New: func() any { return new([]unix.Iovec) }}
 // written. The iovec array comes from a pool (internal/poll caches one
 // per descriptor; gatenet keeps that pointer out of every connection):
 // no allocation once the pool is warm.
-func (fd *descriptor) Writev(v *[][]byte) (int64, error) {
+func (fd *FD) Writev(v *[][]byte) (int64, error) {
 	if err := fd.writeLock(); err != nil {
 		return 0, err
 	}
 	defer fd.writeUnlock()
-	if err := fd.prepare(pollfd.ModeWrite); err != nil {
+	if err := fd.Prepare(pollfd.ModeWrite); err != nil {
 		return 0, err
 	}
 	iovp := iovecPool.Get().(*[]unix.Iovec)
@@ -62,7 +62,7 @@ func (fd *descriptor) Writev(v *[][]byte) (int64, error) {
 		}
 		*iovp = iovecs
 		var wrote uintptr
-		wrote, err = writev(fd.sysfd, iovecs)
+		wrote, err = writev(fd.Sysfd, iovecs)
 		if wrote == ^uintptr(0) {
 			wrote = 0
 		}
@@ -73,8 +73,8 @@ func (fd *descriptor) Writev(v *[][]byte) (int64, error) {
 			if err == unix.EINTR {
 				continue
 			}
-			if err == unix.EAGAIN && fd.pollable() {
-				if err = fd.wait(pollfd.ModeWrite); err == nil {
+			if err == unix.EAGAIN && fd.Pollable() {
+				if err = fd.Wait(pollfd.ModeWrite); err == nil {
 					continue
 				}
 			}
@@ -112,7 +112,7 @@ func consume(v *[][]byte, n int64) {
 
 // Readv wraps readv(2): one call filling the buffers in order, polled like
 // Read. Empty buffers are skipped; a zero total returns (0, nil).
-func (fd *descriptor) Readv(bufs [][]byte) (int, error) {
+func (fd *FD) Readv(bufs [][]byte) (int, error) {
 	if err := fd.readLock(); err != nil {
 		return 0, err
 	}
@@ -124,18 +124,18 @@ func (fd *descriptor) Readv(bufs [][]byte) (int, error) {
 	if total == 0 {
 		return 0, nil
 	}
-	if err := fd.prepare(pollfd.ModeRead); err != nil {
+	if err := fd.Prepare(pollfd.ModeRead); err != nil {
 		return 0, err
 	}
 	for {
-		n, err := unix.Readv(fd.sysfd, bufs)
+		n, err := unix.Readv(fd.Sysfd, bufs)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
 			n = 0
-			if err == unix.EAGAIN && fd.pollable() {
-				if err = fd.wait(pollfd.ModeRead); err == nil {
+			if err == unix.EAGAIN && fd.Pollable() {
+				if err = fd.Wait(pollfd.ModeRead); err == nil {
 					continue
 				}
 			}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package gatenet
+package poll
 
 import (
 	"context"
@@ -11,17 +11,18 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/gatenet/gatenet/pollfd"
 )
 
-// descriptor is the descriptor every conn, listener and file is built on:
-// internal/poll's FD with gatenet's poller underneath. It owns sysfd.
+// FD is the descriptor every conn, listener and file is built on:
+// internal/poll's FD with gatenet's poller underneath. It owns Sysfd.
 //
 // Lifetime: every operation holds a reference (fdMutex, fd_mutex.go) for
-// as long as it uses sysfd; Read-side operations also hold the read lock
+// as long as it uses Sysfd; Read-side operations also hold the read lock
 // and Write-side ones the write lock, so there is one reader and one writer
 // at a time and so at most one waiter per gate. Close sets the closed bit,
 // unblocks every waiter (pollfd.Desc.Unblock) and drops its reference; the
@@ -32,10 +33,14 @@ import (
 //
 // Each I/O loop is internal/poll's: lock → prepare (fails fast on close,
 // expired deadline) → syscall → EAGAIN → wait → retry, EINTR retried.
-type descriptor struct {
-	mu    fdMutex
-	sysfd int
-	pd    *pollfd.Desc // nil when epoll refused the descriptor: blocking I/O
+type FD struct {
+	mu fdMutex
+
+	// Sysfd is the descriptor number, -1 once closed. Read it only under
+	// a reference (Incref, or any method of FD), as internal/poll's.
+	Sysfd int
+
+	pd *pollfd.Desc // nil when epoll refused the descriptor: blocking I/O
 
 	isFile        bool // errors are the file kind (os.ErrClosed, not net.ErrClosed)
 	isStream      bool // reads and writes are capped at maxRW per syscall
@@ -44,33 +49,33 @@ type descriptor struct {
 	isBlocking atomic.Bool // O_NONBLOCK cleared: Close neither waits nor interrupts
 }
 
-// anyShard lets the poller choose the shard (round-robin).
-const anyShard = -1
+// AnyShard lets the poller choose the shard (round-robin).
+const AnyShard = -1
 
 // maxRW caps one read or write on a stream, as internal/poll does, so that
 // a huge buffer is not handed to the kernel in one call.
 const maxRW = 1 << 30
 
-// newFileDescriptor wraps sysfd as a file (os's errors: "use of closed
-// file"; a stream whose 0-byte read is EOF) and registers it with p on any
-// shard, as os's newFile does. pollable false, or a registration epoll
-// refuses (EPERM: a regular file or directory), leaves it in blocking
-// mode; the registration error is returned alongside the usable
-// descriptor, as internal/poll's Init does, and a file treats it as
-// harmless.
-func newFileDescriptor(sysfd int, p *pollfd.Poller, pollable bool) (*descriptor, error) {
-	fd := &descriptor{isFile: true, isStream: true, zeroReadIsEOF: true}
-	return fd, fd.init(sysfd, p, anyShard, pollable)
+// NewFile wraps sysfd as a file (os's errors: "use of closed file"; a
+// stream whose 0-byte read is EOF) and registers it with p on any shard,
+// as os's newFile does. pollable false, or a registration epoll refuses
+// (EPERM: a regular file or directory), leaves it in blocking mode; the
+// registration error is returned alongside the usable descriptor, as
+// internal/poll's Init does, and a file treats it as harmless.
+func NewFile(sysfd int, p *pollfd.Poller, pollable bool) (*FD, error) {
+	fd := &FD{isFile: true, isStream: true, zeroReadIsEOF: true}
+	return fd, fd.init(sysfd, p, AnyShard, pollable)
 }
 
-// initSocket makes a zero descriptor, in place, the socket sysfd of type
-// sotype (net's errors; capped reads and writes on a stream; a 0-byte
-// read is EOF but on a datagram or raw socket, as net's newFD decides),
-// registered with p on shard (pollfd.Poller.OpenShard; anyShard spreads).
-// In place because a socket's descriptor lives in its netFD, one
-// allocation for both (an idle server holds one per connection). The
-// registration error is returned; a socket treats it as fatal.
-func (fd *descriptor) initSocket(sysfd, sotype int, p *pollfd.Poller, shard int) error {
+// InitSocket makes a zero FD, in place, the socket sysfd of type sotype
+// (net's errors; capped reads and writes on a stream; a 0-byte read is EOF
+// but on a datagram or raw socket, as net's newFD decides), registered
+// with p on shard (pollfd.Poller.OpenShard; AnyShard spreads). In place
+// because a socket's FD lives in its netFD, one allocation for both (an
+// idle server holds one per connection); the FD must be the netFD's first
+// field (see init). The registration error is returned; a socket treats
+// it as fatal.
+func (fd *FD) InitSocket(sysfd, sotype int, p *pollfd.Poller, shard int) error {
 	fd.isStream = sotype == unix.SOCK_STREAM
 	fd.zeroReadIsEOF = sotype != unix.SOCK_DGRAM && sotype != unix.SOCK_RAW
 	return fd.init(sysfd, p, shard, true)
@@ -78,11 +83,11 @@ func (fd *descriptor) initSocket(sysfd, sotype int, p *pollfd.Poller, shard int)
 
 // init registers sysfd with p, on shard, if pollable; the kind fields
 // (isFile, isStream, zeroReadIsEOF) are already set.
-func (fd *descriptor) init(sysfd int, p *pollfd.Poller, shard int, pollable bool) error {
-	fd.sysfd = sysfd
+func (fd *FD) init(sysfd int, p *pollfd.Poller, shard int, pollable bool) error {
+	fd.Sysfd = sysfd
 	var err error
 	switch {
-	case pollable && shard == anyShard:
+	case pollable && shard == AnyShard:
 		fd.pd, err = p.Open(sysfd)
 	case pollable:
 		fd.pd, err = p.OpenShard(sysfd, shard)
@@ -90,118 +95,119 @@ func (fd *descriptor) init(sysfd int, p *pollfd.Poller, shard int, pollable bool
 	if fd.pd == nil {
 		fd.isBlocking.Store(true)
 	}
-	// A descriptor dropped without Close is closed by the collector, with
-	// the finalizer os and net use: its record holds no argument, where
+	// An FD dropped without Close is closed by the collector, with the
+	// finalizer os and net use: its record holds no argument, where
 	// runtime.AddCleanup boxes one and a closure (24 bytes more per
 	// connection, and a 16-byte handle to stop it). fd starts its
 	// allocation, as SetFinalizer requires: standalone, or the first field
-	// of a netFD (TestNetFDSize checks).
-	runtime.SetFinalizer(fd, (*descriptor).finalize)
+	// of a netFD (the root package's TestNetFDSize checks).
+	runtime.SetFinalizer(fd, (*FD).finalize)
 	return err
 }
 
 // finalize closes a descriptor the program dropped without Close. Nothing
 // can hold a reference to it (a holder would keep it reachable), so no
 // system call on it is in flight.
-func (fd *descriptor) finalize() {
+func (fd *FD) finalize() {
 	if fd.pd != nil {
 		fd.pd.Unblock()
 		fd.pd.Close()
 	}
-	unix.Close(fd.sysfd)
+	unix.Close(fd.Sysfd)
 }
 
 // destroy runs when the last reference goes: unregister, then close.
-func (fd *descriptor) destroy() error {
+func (fd *FD) destroy() error {
 	runtime.SetFinalizer(fd, nil)
 	if fd.pd != nil {
 		fd.pd.Close()
 	}
 	// close(2) is never retried: after EINTR the descriptor is gone anyway.
-	err := unix.Close(fd.sysfd)
-	fd.sysfd = -1
+	err := unix.Close(fd.Sysfd)
+	fd.Sysfd = -1
 	fd.mu.markDestroyed()
 	return err
 }
 
 // Close closes the descriptor: every blocked operation returns the closed
 // error, and Close returns once the number is really closed.
-func (fd *descriptor) Close() error {
+func (fd *FD) Close() error {
 	if !fd.mu.increfAndClose() {
 		return errClosing(fd.isFile)
 	}
 	if fd.pd != nil {
 		fd.pd.Unblock()
 	}
-	err := fd.decref()
+	err := fd.Decref()
 	if !fd.isBlocking.Load() {
 		fd.mu.waitDestroyed()
 	}
 	return err
 }
 
-func (fd *descriptor) incref() error {
+// Incref takes a reference, so that Sysfd stays open until Decref; it
+// fails with the closed error once Close has begun.
+func (fd *FD) Incref() error {
 	if !fd.mu.incref() {
 		return errClosing(fd.isFile)
 	}
 	return nil
 }
 
-// decref drops a reference; the last one destroys the descriptor and
+// Decref drops a reference; the last one destroys the descriptor and
 // returns close(2)'s error.
-func (fd *descriptor) decref() error {
+func (fd *FD) Decref() error {
 	if fd.mu.decref() {
 		return fd.destroy()
 	}
 	return nil
 }
 
-func (fd *descriptor) readLock() error {
+func (fd *FD) readLock() error {
 	if !fd.mu.rwlock(true) {
 		return errClosing(fd.isFile)
 	}
 	return nil
 }
 
-func (fd *descriptor) readUnlock() {
+func (fd *FD) readUnlock() {
 	if fd.mu.rwunlock(true) {
 		fd.destroy()
 	}
 }
 
-func (fd *descriptor) writeLock() error {
+func (fd *FD) writeLock() error {
 	if !fd.mu.rwlock(false) {
 		return errClosing(fd.isFile)
 	}
 	return nil
 }
 
-func (fd *descriptor) writeUnlock() {
+func (fd *FD) writeUnlock() {
 	if fd.mu.rwunlock(false) {
 		fd.destroy()
 	}
 }
 
-// sysfdOrInvalid returns the descriptor number, or -1 once closed.
-func (fd *descriptor) sysfdOrInvalid() int {
-	if fd.incref() != nil {
-		return -1
-	}
-	defer fd.decref()
-	return fd.sysfd
-}
+// Pollable reports whether the descriptor is registered with a poller.
+func (fd *FD) Pollable() bool { return fd.pd != nil }
 
-// pollable reports whether the descriptor is registered with a poller.
-func (fd *descriptor) pollable() bool { return fd.pd != nil }
+// Desc returns the descriptor's registration, nil when epoll refused it.
+func (fd *FD) Desc() *pollfd.Desc { return fd.pd }
 
-func (fd *descriptor) prepare(mode pollfd.Mode) error {
+// Prepare readies mode for an I/O attempt (pollfd.Desc.Prepare): it fails
+// fast, with the error an I/O call would return, on a closed descriptor or
+// an expired deadline.
+func (fd *FD) Prepare(mode pollfd.Mode) error {
 	if fd.pd == nil {
 		return nil // as internal/poll: no checks for a non-pollable fd
 	}
 	return convertPollErr(fd.pd.Prepare(mode), fd.isFile)
 }
 
-func (fd *descriptor) wait(mode pollfd.Mode) error {
+// Wait parks until mode is ready, its deadline passes or the descriptor
+// is closed (pollfd.Desc.Wait), with errors mapped as I/O calls map them.
+func (fd *FD) Wait(mode pollfd.Mode) error {
 	if fd.pd == nil {
 		return errWaitUnsupported
 	}
@@ -211,7 +217,7 @@ func (fd *descriptor) wait(mode pollfd.Mode) error {
 // waitContext is wait that also ends when ctx is done; nil ctx is wait.
 // It calls the Desc itself rather than through wait: one frame less under
 // a park that may last as long as the connection idles.
-func (fd *descriptor) waitContext(ctx context.Context, mode pollfd.Mode) error {
+func (fd *FD) waitContext(ctx context.Context, mode pollfd.Mode) error {
 	if fd.pd == nil {
 		return errWaitUnsupported
 	}
@@ -225,7 +231,7 @@ func (fd *descriptor) waitContext(ctx context.Context, mode pollfd.Mode) error {
 }
 
 // eofError turns a 0-byte read into io.EOF where that means end of file.
-func (fd *descriptor) eofError(n int, err error) error {
+func (fd *FD) eofError(n int, err error) error {
 	if n == 0 && err == nil && fd.zeroReadIsEOF {
 		return io.EOF
 	}
@@ -235,11 +241,11 @@ func (fd *descriptor) eofError(n int, err error) error {
 // Read wraps read(2). It mirrors internal/poll's FD.Read: a zero-length
 // read returns (0, nil) without a syscall or deadline check; one read(2)
 // per call, so short reads are normal; io.EOF bare.
-func (fd *descriptor) Read(p []byte) (int, error) { return fd.ReadContext(nil, p) }
+func (fd *FD) Read(p []byte) (int, error) { return fd.ReadContext(nil, p) }
 
 // ReadContext is Read whose wait for data also ends when ctx is done (nil
 // ctx: never), with ctx's error; the descriptor stays usable.
-func (fd *descriptor) ReadContext(ctx context.Context, p []byte) (int, error) {
+func (fd *FD) ReadContext(ctx context.Context, p []byte) (int, error) {
 	if err := fd.readLock(); err != nil {
 		return 0, err
 	}
@@ -250,7 +256,7 @@ func (fd *descriptor) ReadContext(ctx context.Context, p []byte) (int, error) {
 		fd.readUnlock()
 		return 0, nil
 	}
-	if err := fd.prepare(pollfd.ModeRead); err != nil {
+	if err := fd.Prepare(pollfd.ModeRead); err != nil {
 		fd.readUnlock()
 		return 0, err
 	}
@@ -258,10 +264,10 @@ func (fd *descriptor) ReadContext(ctx context.Context, p []byte) (int, error) {
 		p = p[:maxRW]
 	}
 	for {
-		n, err := ignoringEINTRIO(unix.Read, fd.sysfd, p)
+		n, err := ignoringEINTRIO(unix.Read, fd.Sysfd, p)
 		if err != nil {
 			n = 0
-			if err == unix.EAGAIN && fd.pollable() {
+			if err == unix.EAGAIN && fd.Pollable() {
 				if err = fd.waitContext(ctx, pollfd.ModeRead); err == nil {
 					continue
 				}
@@ -275,16 +281,16 @@ func (fd *descriptor) ReadContext(ctx context.Context, p []byte) (int, error) {
 // Write wraps write(2), looping until all of p is written, as
 // internal/poll's FD.Write does. A zero-length Write still checks the
 // deadline and calls write(2). On error the count written so far is kept.
-func (fd *descriptor) Write(p []byte) (int, error) { return fd.WriteContext(nil, p) }
+func (fd *FD) Write(p []byte) (int, error) { return fd.WriteContext(nil, p) }
 
 // WriteContext is Write whose waits for space also end when ctx is done
 // (nil ctx: never), returning the count written so far with ctx's error.
-func (fd *descriptor) WriteContext(ctx context.Context, p []byte) (int, error) {
+func (fd *FD) WriteContext(ctx context.Context, p []byte) (int, error) {
 	if err := fd.writeLock(); err != nil {
 		return 0, err
 	}
 	defer fd.writeUnlock()
-	if err := fd.prepare(pollfd.ModeWrite); err != nil {
+	if err := fd.Prepare(pollfd.ModeWrite); err != nil {
 		return 0, err
 	}
 	var nn int
@@ -293,7 +299,7 @@ func (fd *descriptor) WriteContext(ctx context.Context, p []byte) (int, error) {
 		if fd.isStream && max-nn > maxRW {
 			max = nn + maxRW
 		}
-		n, err := ignoringEINTRIO(unix.Write, fd.sysfd, p[nn:max])
+		n, err := ignoringEINTRIO(unix.Write, fd.Sysfd, p[nn:max])
 		if n > max-nn {
 			// The kernel claims more than asked: memory may be corrupt.
 			panic("invalid return from write: got " + strconv.Itoa(n) + " from a write of " + strconv.Itoa(max-nn))
@@ -304,7 +310,7 @@ func (fd *descriptor) WriteContext(ctx context.Context, p []byte) (int, error) {
 		if nn == len(p) {
 			return nn, err
 		}
-		if err == unix.EAGAIN && fd.pollable() {
+		if err == unix.EAGAIN && fd.Pollable() {
 			if err = fd.waitContext(ctx, pollfd.ModeWrite); err == nil {
 				continue
 			}
@@ -320,18 +326,18 @@ func (fd *descriptor) WriteContext(ctx context.Context, p []byte) (int, error) {
 
 // Pread wraps pread(2). Like internal/poll it takes only a reference: it
 // is neither polled nor serialised with Read.
-func (fd *descriptor) Pread(p []byte, off int64) (int, error) {
-	if err := fd.incref(); err != nil {
+func (fd *FD) Pread(p []byte, off int64) (int, error) {
+	if err := fd.Incref(); err != nil {
 		return 0, err
 	}
-	defer fd.decref()
+	defer fd.Decref()
 	if fd.isStream && len(p) > maxRW {
 		p = p[:maxRW]
 	}
 	var n int
 	var err error
 	for {
-		n, err = unix.Pread(fd.sysfd, p, off)
+		n, err = unix.Pread(fd.Sysfd, p, off)
 		if err != unix.EINTR {
 			break
 		}
@@ -343,18 +349,18 @@ func (fd *descriptor) Pread(p []byte, off int64) (int, error) {
 }
 
 // Pwrite wraps pwrite(2), looping until all of p is written at off.
-func (fd *descriptor) Pwrite(p []byte, off int64) (int, error) {
-	if err := fd.incref(); err != nil {
+func (fd *FD) Pwrite(p []byte, off int64) (int, error) {
+	if err := fd.Incref(); err != nil {
 		return 0, err
 	}
-	defer fd.decref()
+	defer fd.Decref()
 	var nn int
 	for {
 		max := len(p)
 		if fd.isStream && max-nn > maxRW {
 			max = nn + maxRW
 		}
-		n, err := unix.Pwrite(fd.sysfd, p[nn:max], off+int64(nn))
+		n, err := unix.Pwrite(fd.Sysfd, p[nn:max], off+int64(nn))
 		if err == unix.EINTR {
 			continue
 		}
@@ -373,50 +379,64 @@ func (fd *descriptor) Pwrite(p []byte, off int64) (int, error) {
 	}
 }
 
-// Accept wraps accept4(2) with SOCK_NONBLOCK|SOCK_CLOEXEC. Under the read
-// lock it accepts until EAGAIN before it waits (one edge may announce many
+// Accept wraps accept4(2) with SOCK_NONBLOCK|SOCK_CLOEXEC, leaving the
+// peer's address in *rsa, raw, for the caller to convert (as ReadFromRaw
+// does: addresses are the socket layer's business). Under the read lock it
+// accepts until EAGAIN before it waits (one edge may announce many
 // connections); ECONNABORTED is retried silently, as internal/poll does.
 // The returned string names the failed syscall for wrapping.
-func (fd *descriptor) Accept() (int, unix.Sockaddr, string, error) { return fd.AcceptContext(nil) }
+func (fd *FD) Accept(rsa *unix.RawSockaddrAny) (int, string, error) {
+	return fd.AcceptContext(nil, rsa)
+}
 
 // AcceptContext is Accept whose wait also ends when ctx is done (nil ctx:
 // never), with ctx's error.
-func (fd *descriptor) AcceptContext(ctx context.Context) (int, unix.Sockaddr, string, error) {
+func (fd *FD) AcceptContext(ctx context.Context, rsa *unix.RawSockaddrAny) (int, string, error) {
 	if err := fd.readLock(); err != nil {
-		return -1, nil, "", err
+		return -1, "", err
 	}
 	defer fd.readUnlock()
-	if err := fd.prepare(pollfd.ModeRead); err != nil {
-		return -1, nil, "", err
+	if err := fd.Prepare(pollfd.ModeRead); err != nil {
+		return -1, "", err
 	}
 	for {
-		s, rsa, err := accept4(fd.sysfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		s, err := accept4(fd.Sysfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, rsa)
 		if err == nil {
-			return s, rsa, "", nil
+			return s, "", nil
 		}
 		switch err {
 		case unix.EINTR, unix.ECONNABORTED:
 			continue
 		case unix.EAGAIN:
-			if fd.pollable() {
+			if fd.Pollable() {
 				if err = fd.waitContext(ctx, pollfd.ModeRead); err == nil {
 					continue
 				}
-				return -1, nil, "", err
+				return -1, "", err
 			}
 		}
-		return -1, nil, "accept4", err
+		return -1, "accept4", err
 	}
+}
+
+// accept4 wraps accept4(2), the peer's address left raw in *rsa.
+func accept4(s, flags int, rsa *unix.RawSockaddrAny) (int, error) {
+	n := uint32(unix.SizeofSockaddrAny)
+	r, _, e := unix.Syscall6(unix.SYS_ACCEPT4, uintptr(s), uintptr(unsafe.Pointer(rsa)), uintptr(unsafe.Pointer(&n)), uintptr(flags), 0, 0)
+	if e != 0 {
+		return -1, e
+	}
+	return int(r), nil
 }
 
 // SetDeadline sets the deadline for mode, as internal/poll's
 // setDeadlineImpl: a closed descriptor reports the closed error; one epoll
 // refused reports os.ErrNoDeadline.
-func (fd *descriptor) SetDeadline(t time.Time, mode pollfd.Mode) error {
-	if err := fd.incref(); err != nil {
+func (fd *FD) SetDeadline(t time.Time, mode pollfd.Mode) error {
+	if err := fd.Incref(); err != nil {
 		return err
 	}
-	defer fd.decref()
+	defer fd.Decref()
 	if fd.pd == nil {
 		return os.ErrNoDeadline
 	}
@@ -426,23 +446,23 @@ func (fd *descriptor) SetDeadline(t time.Time, mode pollfd.Mode) error {
 // SetBlocking clears O_NONBLOCK for good, as internal/poll's SetBlocking:
 // the descriptor stays registered, but a blocked syscall can no longer be
 // interrupted by a deadline or Close.
-func (fd *descriptor) SetBlocking() error {
-	if err := fd.incref(); err != nil {
+func (fd *FD) SetBlocking() error {
+	if err := fd.Incref(); err != nil {
 		return err
 	}
-	defer fd.decref()
+	defer fd.Decref()
 	fd.isBlocking.Store(true)
-	return unix.SetNonblock(fd.sysfd, false)
+	return unix.SetNonblock(fd.Sysfd, false)
 }
 
 // Dup duplicates the descriptor with F_DUPFD_CLOEXEC; the string names the
 // failed call.
-func (fd *descriptor) Dup() (int, string, error) {
-	if err := fd.incref(); err != nil {
+func (fd *FD) Dup() (int, string, error) {
+	if err := fd.Incref(); err != nil {
 		return -1, "", err
 	}
-	defer fd.decref()
-	nfd, err := unix.FcntlInt(uintptr(fd.sysfd), unix.F_DUPFD_CLOEXEC, 0)
+	defer fd.Decref()
+	nfd, err := unix.FcntlInt(uintptr(fd.Sysfd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return -1, "fcntl", err
 	}
@@ -451,8 +471,23 @@ func (fd *descriptor) Dup() (int, string, error) {
 
 // Fstat wraps fstat(2) with EINTR retried. It fills a syscall.Stat_t, the
 // type os.FileInfo.Sys returns, so callers' type assertions carry over.
-func (fd *descriptor) Fstat(st *syscall.Stat_t) error {
-	return fd.control(func(sysfd int) error { return syscall.Fstat(sysfd, st) })
+func (fd *FD) Fstat(st *syscall.Stat_t) error {
+	return fd.Control(func(sysfd int) error { return syscall.Fstat(sysfd, st) })
+}
+
+// Control runs call on the descriptor number while holding a reference
+// (so the number cannot be closed and reused under it), retrying EINTR,
+// as internal/poll's Fchmod, Fchown, Ftruncate, Fsync and Seek do.
+func (fd *FD) Control(call func(sysfd int) error) error {
+	if err := fd.Incref(); err != nil {
+		return err
+	}
+	defer fd.Decref()
+	for {
+		if err := call(fd.Sysfd); err != syscall.EINTR {
+			return err
+		}
+	}
 }
 
 // ignoringEINTRIO retries an I/O syscall interrupted by a signal. Go's

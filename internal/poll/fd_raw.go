@@ -1,6 +1,6 @@
 //go:build linux
 
-package gatenet
+package poll
 
 import "github.com/gatenet/gatenet/pollfd"
 
@@ -8,50 +8,50 @@ import "github.com/gatenet/gatenet/pollfd"
 // RawWrite.
 
 // RawControl calls f with the descriptor under a reference.
-func (fd *descriptor) RawControl(f func(uintptr)) error {
-	if err := fd.incref(); err != nil {
+func (fd *FD) RawControl(f func(uintptr)) error {
+	if err := fd.Incref(); err != nil {
 		return err
 	}
-	defer fd.decref()
-	f(uintptr(fd.sysfd))
+	defer fd.Decref()
+	f(uintptr(fd.Sysfd))
 	return nil
 }
 
 // RawRead calls f under the read lock until it returns true. A false
 // return means "wait until readable, then call me again": deadlines and
 // Close interrupt that wait.
-func (fd *descriptor) RawRead(f func(uintptr) bool) error {
+func (fd *FD) RawRead(f func(uintptr) bool) error {
 	if err := fd.readLock(); err != nil {
 		return err
 	}
 	defer fd.readUnlock()
-	if err := fd.prepare(pollfd.ModeRead); err != nil {
+	if err := fd.Prepare(pollfd.ModeRead); err != nil {
 		return err
 	}
 	for {
-		if f(uintptr(fd.sysfd)) {
+		if f(uintptr(fd.Sysfd)) {
 			return nil
 		}
-		if err := fd.wait(pollfd.ModeRead); err != nil {
+		if err := fd.Wait(pollfd.ModeRead); err != nil {
 			return err
 		}
 	}
 }
 
 // RawWrite is RawRead for writability, under the write lock.
-func (fd *descriptor) RawWrite(f func(uintptr) bool) error {
+func (fd *FD) RawWrite(f func(uintptr) bool) error {
 	if err := fd.writeLock(); err != nil {
 		return err
 	}
 	defer fd.writeUnlock()
-	if err := fd.prepare(pollfd.ModeWrite); err != nil {
+	if err := fd.Prepare(pollfd.ModeWrite); err != nil {
 		return err
 	}
 	for {
-		if f(uintptr(fd.sysfd)) {
+		if f(uintptr(fd.Sysfd)) {
 			return nil
 		}
-		if err := fd.wait(pollfd.ModeWrite); err != nil {
+		if err := fd.Wait(pollfd.ModeWrite); err != nil {
 			return err
 		}
 	}
