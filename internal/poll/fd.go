@@ -189,6 +189,23 @@ func (fd *FD) writeUnlock() {
 	}
 }
 
+// lock takes mode's lock: the read lock for ModeRead, else the write lock.
+func (fd *FD) lock(mode pollfd.Mode) error {
+	if mode == pollfd.ModeRead {
+		return fd.readLock()
+	}
+	return fd.writeLock()
+}
+
+// unlock releases the lock lock(mode) took.
+func (fd *FD) unlock(mode pollfd.Mode) {
+	if mode == pollfd.ModeRead {
+		fd.readUnlock()
+	} else {
+		fd.writeUnlock()
+	}
+}
+
 // Pollable reports whether the descriptor is registered with a poller.
 func (fd *FD) Pollable() bool { return fd.pd != nil }
 
@@ -251,7 +268,9 @@ func (fd *FD) ReadContext(ctx context.Context, p []byte) (int, error) {
 	}
 	// No defer: every return unlocks. This frame is under the park of
 	// every blocked Read, on a stack that holds it while the connection
-	// idles; a defer record would make it bigger.
+	// idles; a defer record would make it bigger. For the same reason the
+	// loop is written out here rather than run by ioLoop (fd_msg.go), which
+	// would add two frames (pollfd/gate.go, "Stack depth").
 	if len(p) == 0 {
 		fd.readUnlock()
 		return 0, nil
@@ -285,6 +304,8 @@ func (fd *FD) Write(p []byte) (int, error) { return fd.WriteContext(nil, p) }
 
 // WriteContext is Write whose waits for space also end when ctx is done
 // (nil ctx: never), returning the count written so far with ctx's error.
+// Like ReadContext's, its loop is written out, not ioLoop's: a writer
+// parked on a peer that stopped reading is parked here.
 func (fd *FD) WriteContext(ctx context.Context, p []byte) (int, error) {
 	if err := fd.writeLock(); err != nil {
 		return 0, err
@@ -334,14 +355,7 @@ func (fd *FD) Pread(p []byte, off int64) (int, error) {
 	if fd.isStream && len(p) > maxRW {
 		p = p[:maxRW]
 	}
-	var n int
-	var err error
-	for {
-		n, err = unix.Pread(fd.Sysfd, p, off)
-		if err != unix.EINTR {
-			break
-		}
-	}
+	n, err := ignoringEINTRAt(unix.Pread, fd.Sysfd, p, off)
 	if err != nil {
 		n = 0
 	}
@@ -360,10 +374,7 @@ func (fd *FD) Pwrite(p []byte, off int64) (int, error) {
 		if fd.isStream && max-nn > maxRW {
 			max = nn + maxRW
 		}
-		n, err := unix.Pwrite(fd.Sysfd, p[nn:max], off+int64(nn))
-		if err == unix.EINTR {
-			continue
-		}
+		n, err := ignoringEINTRAt(unix.Pwrite, fd.Sysfd, p[nn:max], off+int64(nn))
 		if n > 0 {
 			nn += n
 		}
@@ -483,19 +494,35 @@ func (fd *FD) Control(call func(sysfd int) error) error {
 		return err
 	}
 	defer fd.Decref()
+	return ignoringEINTR(func() error { return call(fd.Sysfd) })
+}
+
+// ignoringEINTR retries fn while a signal interrupts it. Go's handlers
+// use SA_RESTART, but EINTR still occurs (internal/poll cites
+// golang.org/issue/22838 and others). ignoringEINTRIO and ignoringEINTRAt
+// are the same for I/O calls, without a closure.
+func ignoringEINTR(fn func() error) error {
 	for {
-		if err := call(fd.Sysfd); err != syscall.EINTR {
+		if err := fn(); err != unix.EINTR {
 			return err
 		}
 	}
 }
 
-// ignoringEINTRIO retries an I/O syscall interrupted by a signal. Go's
-// handlers use SA_RESTART, but EINTR still occurs (internal/poll cites
-// golang.org/issue/22838 and others).
+// ignoringEINTRIO is ignoringEINTR for read(2) and write(2).
 func ignoringEINTRIO(fn func(int, []byte) (int, error), fd int, p []byte) (int, error) {
 	for {
 		n, err := fn(fd, p)
+		if err != unix.EINTR {
+			return n, err
+		}
+	}
+}
+
+// ignoringEINTRAt is ignoringEINTR for pread(2) and pwrite(2).
+func ignoringEINTRAt(fn func(int, []byte, int64) (int, error), fd int, p []byte, off int64) (int, error) {
+	for {
+		n, err := fn(fd, p, off)
 		if err != unix.EINTR {
 			return n, err
 		}

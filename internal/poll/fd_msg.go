@@ -13,31 +13,63 @@ import (
 // The datagram and message calls. Unlike Read they have no zero-length
 // shortcut (ReadFrom(nil) consumes a datagram, as internal/poll's does),
 // and a datagram is written whole or not at all.
+//
+// Each is internal/poll's loop, written once: ioLoop. Read, Write, Accept
+// and the waits (fd.go, fd_wait.go) keep theirs by hand: a goroutine
+// parked in them for an idle connection keeps the deepest frames it
+// reached on its stack (pollfd/gate.go, "Stack depth"; TestParkedStackDepth),
+// and ioLoop and its closure are two frames more. A datagram socket has
+// one reader, not one per connection, so these can afford them.
 
-// ReadFrom wraps recvfrom(2).
-func (fd *FD) ReadFrom(p []byte) (int, unix.Sockaddr, error) {
-	if err := fd.readLock(); err != nil {
-		return 0, nil, err
+// ioLoop is the loop under every call here: mode's lock, Prepare, then
+// call until it fails with neither EINTR nor, on a pollable descriptor,
+// EAGAIN (after which it waits for mode). It returns call's last result:
+// on a failed wait, the EAGAIN call's result with the wait's error.
+func ioLoop[T any](fd *FD, mode pollfd.Mode, call func() (T, error)) (T, error) {
+	var v T
+	if err := fd.lock(mode); err != nil {
+		return v, err
 	}
-	defer fd.readUnlock()
-	if err := fd.Prepare(pollfd.ModeRead); err != nil {
-		return 0, nil, err
+	defer fd.unlock(mode)
+	if err := fd.Prepare(mode); err != nil {
+		return v, err
 	}
 	for {
-		n, sa, err := unix.Recvfrom(fd.Sysfd, p, 0)
+		v, err := call()
 		if err == unix.EINTR {
 			continue
 		}
-		if err != nil {
-			n = 0
-			if err == unix.EAGAIN && fd.Pollable() {
-				if err = fd.Wait(pollfd.ModeRead); err == nil {
-					continue
-				}
+		if err == unix.EAGAIN && fd.Pollable() {
+			if err = fd.Wait(mode); err == nil {
+				continue
 			}
 		}
-		return n, sa, fd.eofError(n, err)
+		return v, err
 	}
+}
+
+// errnoErr is e as an error, nil for 0.
+func errnoErr(e unix.Errno) error {
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// ReadFrom wraps recvfrom(2).
+func (fd *FD) ReadFrom(p []byte) (int, unix.Sockaddr, error) {
+	type result struct {
+		n  int
+		sa unix.Sockaddr
+	}
+	r, err := ioLoop(fd, pollfd.ModeRead, func() (result, error) {
+		n, sa, err := unix.Recvfrom(fd.Sysfd, p, 0)
+		return result{n, sa}, err
+	})
+	if err != nil {
+		r.n = 0
+	}
+	return r.n, r.sa, fd.eofError(r.n, err)
 }
 
 // ReadFromRaw is ReadFrom leaving the sender's address in *from, raw,
@@ -46,35 +78,20 @@ func (fd *FD) ReadFrom(p []byte) (int, unix.Sockaddr, error) {
 // use this with a RawSockaddrAny on their stack, as internal/poll's
 // RecvfromInet4/6 do for net. It wraps recvfrom(2) directly.
 func (fd *FD) ReadFromRaw(p []byte, from *unix.RawSockaddrAny) (int, error) {
-	if err := fd.readLock(); err != nil {
-		return 0, err
-	}
-	defer fd.readUnlock()
-	if err := fd.Prepare(pollfd.ModeRead); err != nil {
-		return 0, err
-	}
 	buf := unsafe.Pointer(&zeroByte)
 	if len(p) > 0 {
 		buf = unsafe.Pointer(&p[0])
 	}
-	for {
+	n, err := ioLoop(fd, pollfd.ModeRead, func() (int, error) {
 		fromLen := uint32(unix.SizeofSockaddrAny)
 		r, _, e := unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd.Sysfd), uintptr(buf), uintptr(len(p)), 0,
 			uintptr(unsafe.Pointer(from)), uintptr(unsafe.Pointer(&fromLen)))
-		if e == unix.EINTR {
-			continue
-		}
 		if e != 0 {
-			if e == unix.EAGAIN && fd.Pollable() {
-				if err := fd.Wait(pollfd.ModeRead); err != nil {
-					return 0, err
-				}
-				continue
-			}
 			return 0, e
 		}
-		return int(r), fd.eofError(int(r), nil)
-	}
+		return int(r), nil
+	})
+	return n, fd.eofError(n, err)
 }
 
 // zeroByte is the buffer address for an empty read or write, as x/sys's
@@ -84,53 +101,26 @@ var zeroByte byte
 // ReadMsg wraps recvmsg(2). It returns the payload and ancillary byte
 // counts, the message flags and the sender.
 func (fd *FD) ReadMsg(p, oob []byte, flags int) (n, oobn, recvflags int, sa unix.Sockaddr, err error) {
-	if err := fd.readLock(); err != nil {
-		return 0, 0, 0, nil, err
+	type result struct {
+		n, oobn, recvflags int
+		sa                 unix.Sockaddr
 	}
-	defer fd.readUnlock()
-	if err := fd.Prepare(pollfd.ModeRead); err != nil {
-		return 0, 0, 0, nil, err
-	}
-	for {
-		n, oobn, recvflags, sa, err = unix.Recvmsg(fd.Sysfd, p, oob, flags)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			if err == unix.EAGAIN && fd.Pollable() {
-				if err = fd.Wait(pollfd.ModeRead); err == nil {
-					continue
-				}
-			}
-		}
-		return n, oobn, recvflags, sa, fd.eofError(n, err)
-	}
+	r, err := ioLoop(fd, pollfd.ModeRead, func() (result, error) {
+		n, oobn, recvflags, sa, err := unix.Recvmsg(fd.Sysfd, p, oob, flags)
+		return result{n, oobn, recvflags, sa}, err
+	})
+	return r.n, r.oobn, r.recvflags, r.sa, fd.eofError(r.n, err)
 }
 
 // WriteTo wraps sendto(2). On success it reports len(p).
 func (fd *FD) WriteTo(p []byte, sa unix.Sockaddr) (int, error) {
-	if err := fd.writeLock(); err != nil {
+	_, err := ioLoop(fd, pollfd.ModeWrite, func() (struct{}, error) {
+		return struct{}{}, unix.Sendto(fd.Sysfd, p, 0, sa)
+	})
+	if err != nil {
 		return 0, err
 	}
-	defer fd.writeUnlock()
-	if err := fd.Prepare(pollfd.ModeWrite); err != nil {
-		return 0, err
-	}
-	for {
-		err := unix.Sendto(fd.Sysfd, p, 0, sa)
-		if err == unix.EINTR {
-			continue
-		}
-		if err == unix.EAGAIN && fd.Pollable() {
-			if err = fd.Wait(pollfd.ModeWrite); err == nil {
-				continue
-			}
-		}
-		if err != nil {
-			return 0, err
-		}
-		return len(p), nil
-	}
+	return len(p), nil
 }
 
 // ReadMsgRaw is ReadMsg for a datagram socket leaving the sender's
@@ -141,43 +131,21 @@ func (fd *FD) WriteTo(p []byte, sa unix.Sockaddr) (int, error) {
 // unlike it, an empty p is not padded with a dummy byte (that is for
 // stream sockets).
 func (fd *FD) ReadMsgRaw(p, oob []byte, flags int, from *unix.RawSockaddrAny) (n, oobn, recvflags int, err error) {
-	if err := fd.readLock(); err != nil {
-		return 0, 0, 0, err
-	}
-	defer fd.readUnlock()
-	if err := fd.Prepare(pollfd.ModeRead); err != nil {
-		return 0, 0, 0, err
-	}
-	var iov unix.Iovec
-	var msg unix.Msghdr
-	if len(p) > 0 {
-		iov.Base = &p[0]
-		iov.SetLen(len(p))
-	}
-	msg.Iov = &iov
-	msg.SetIovlen(1)
-	if len(oob) > 0 {
-		msg.Control = &oob[0]
-		msg.SetControllen(len(oob))
-	}
-	for {
+	iov := iovec(p)
+	msg := msghdr(&iov, oob)
+	n, err = ioLoop(fd, pollfd.ModeRead, func() (int, error) {
 		msg.Name = (*byte)(unsafe.Pointer(from))
 		msg.Namelen = unix.SizeofSockaddrAny
 		r, _, e := unix.Syscall(unix.SYS_RECVMSG, uintptr(fd.Sysfd), uintptr(unsafe.Pointer(&msg)), uintptr(flags))
-		if e == unix.EINTR {
-			continue
-		}
 		if e != 0 {
-			if e == unix.EAGAIN && fd.Pollable() {
-				if err := fd.Wait(pollfd.ModeRead); err != nil {
-					return -1, 0, 0, err
-				}
-				continue
-			}
-			return -1, 0, 0, e
+			return -1, e
 		}
-		return int(r), int(msg.Controllen), int(msg.Flags), fd.eofError(int(r), nil)
+		return int(r), nil
+	})
+	if err != nil {
+		return n, 0, 0, err // -1 from recvmsg(2), 0 if it was never called
 	}
+	return n, int(msg.Controllen), int(msg.Flags), fd.eofError(n, nil)
 }
 
 // WriteMsgRaw is WriteMsg for a datagram socket with the destination as a
@@ -186,102 +154,69 @@ func (fd *FD) ReadMsgRaw(p, oob []byte, flags int, from *unix.RawSockaddrAny) (n
 // directly and reports the payload bytes sent and len(oob), as
 // internal/poll's WriteMsg does.
 func (fd *FD) WriteMsgRaw(p, oob []byte, sa unsafe.Pointer, salen uint32) (int, int, error) {
-	if err := fd.writeLock(); err != nil {
+	iov := iovec(p)
+	msg := msghdr(&iov, oob)
+	msg.Name = (*byte)(sa)
+	msg.Namelen = salen
+	n, err := ioLoop(fd, pollfd.ModeWrite, func() (int, error) {
+		r, _, e := unix.Syscall(unix.SYS_SENDMSG, uintptr(fd.Sysfd), uintptr(unsafe.Pointer(&msg)), 0)
+		return int(r), errnoErr(e)
+	})
+	if err != nil {
 		return 0, 0, err
 	}
-	defer fd.writeUnlock()
-	if err := fd.Prepare(pollfd.ModeWrite); err != nil {
-		return 0, 0, err
-	}
-	var iov unix.Iovec
-	var msg unix.Msghdr
+	return n, len(oob), nil
+}
+
+// iovec describes p for a one-buffer msghdr.
+func iovec(p []byte) (iov unix.Iovec) {
 	if len(p) > 0 {
 		iov.Base = &p[0]
 		iov.SetLen(len(p))
 	}
-	msg.Iov = &iov
+	return iov
+}
+
+// msghdr is a msghdr for one buffer, *iov, and ancillary data oob. It and
+// iovec return by value: storing through a pointer would move the
+// caller's iovec and buffers to the heap.
+func msghdr(iov *unix.Iovec, oob []byte) (msg unix.Msghdr) {
+	msg.Iov = iov
 	msg.SetIovlen(1)
 	if len(oob) > 0 {
 		msg.Control = &oob[0]
 		msg.SetControllen(len(oob))
 	}
-	msg.Name = (*byte)(sa)
-	msg.Namelen = salen
-	for {
-		r, _, e := unix.Syscall(unix.SYS_SENDMSG, uintptr(fd.Sysfd), uintptr(unsafe.Pointer(&msg)), 0)
-		if e == unix.EINTR {
-			continue
-		}
-		if e == unix.EAGAIN && fd.Pollable() {
-			if err := fd.Wait(pollfd.ModeWrite); err != nil {
-				return 0, 0, err
-			}
-			continue
-		}
-		if e != 0 {
-			return 0, 0, e
-		}
-		return int(r), len(oob), nil
-	}
+	return msg
 }
 
 // WriteToRaw is WriteTo with the destination as a raw sockaddr of salen
 // bytes at sa (a caller's stack variable), so that no unix.Sockaddr is
 // allocated. It wraps sendto(2) directly; on success it reports len(p).
 func (fd *FD) WriteToRaw(p []byte, sa unsafe.Pointer, salen uint32) (int, error) {
-	if err := fd.writeLock(); err != nil {
-		return 0, err
-	}
-	defer fd.writeUnlock()
-	if err := fd.Prepare(pollfd.ModeWrite); err != nil {
-		return 0, err
-	}
 	buf := unsafe.Pointer(&zeroByte)
 	if len(p) > 0 {
 		buf = unsafe.Pointer(&p[0])
 	}
-	for {
+	_, err := ioLoop(fd, pollfd.ModeWrite, func() (struct{}, error) {
 		_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(fd.Sysfd), uintptr(buf), uintptr(len(p)), 0,
 			uintptr(sa), uintptr(salen))
-		if e == unix.EINTR {
-			continue
-		}
-		if e == unix.EAGAIN && fd.Pollable() {
-			if err := fd.Wait(pollfd.ModeWrite); err != nil {
-				return 0, err
-			}
-			continue
-		}
-		if e != 0 {
-			return 0, e
-		}
-		return len(p), nil
+		return struct{}{}, errnoErr(e)
+	})
+	if err != nil {
+		return 0, err
 	}
+	return len(p), nil
 }
 
 // WriteMsg wraps sendmsg(2). It reports the payload bytes sent and
 // len(oob), as internal/poll's WriteMsg does.
 func (fd *FD) WriteMsg(p, oob []byte, sa unix.Sockaddr) (int, int, error) {
-	if err := fd.writeLock(); err != nil {
-		return 0, 0, err
+	n, err := ioLoop(fd, pollfd.ModeWrite, func() (int, error) {
+		return unix.SendmsgN(fd.Sysfd, p, oob, sa, 0)
+	})
+	if err != nil {
+		return n, 0, err
 	}
-	defer fd.writeUnlock()
-	if err := fd.Prepare(pollfd.ModeWrite); err != nil {
-		return 0, 0, err
-	}
-	for {
-		n, err := unix.SendmsgN(fd.Sysfd, p, oob, sa, 0)
-		if err == unix.EINTR {
-			continue
-		}
-		if err == unix.EAGAIN && fd.Pollable() {
-			if err = fd.Wait(pollfd.ModeWrite); err == nil {
-				continue
-			}
-		}
-		if err != nil {
-			return n, 0, err
-		}
-		return n, len(oob), nil
-	}
+	return n, len(oob), nil
 }

@@ -34,9 +34,9 @@ func (fd *FD) WaitWritable(ctx context.Context) error {
 // now with poll(2) — readiness that arrived before this call raised no new
 // edge — and park for the next edge only if it is not ready.
 //
-// One frame, no defer, one call into pollfd: a goroutine parked here for
-// an idle connection keeps its deepest frames on its stack, and a 2 KiB
-// stack that overflows doubles for good.
+// One frame, no defer, one call into pollfd (so not ioLoop, fd_msg.go): a
+// goroutine parked here for an idle connection keeps its deepest frames on
+// its stack, and a 2 KiB stack that overflows doubles for good.
 func (fd *FD) waitReady(ctx context.Context, mode pollfd.Mode) error {
 	events := int16(unix.POLLIN | unix.POLLRDHUP)
 	var err error
