@@ -39,13 +39,6 @@ func (l *UnixListener) descriptor() *poll.FD {
 	return &l.fd.pfd
 }
 
-func (f *File) descriptor() *poll.FD {
-	if f == nil {
-		return nil
-	}
-	return f.fd
-}
-
 // ReadyQueue lets one goroutine watch many connections (or Files, or
 // listeners) and hands out each one that becomes readable — with no
 // goroutine and no buffer per connection. Next returns a connection once

@@ -3,6 +3,7 @@
 package gatenet
 
 import (
+	"context"
 	"errors"
 	"io"
 	"io/fs"
@@ -368,3 +369,52 @@ func (w fileWithoutReadFrom) Write(b []byte) (int, error) { return w.f.Write(b) 
 type fileWithoutWriteTo struct{ f *File }
 
 func (r fileWithoutWriteTo) Read(b []byte) (int, error) { return r.f.Read(b) }
+
+// The context-aware and readiness calls gatenet adds to *os.File's method
+// set, as it adds them to net's (context.go says how a context bounds a
+// wait).
+
+// ReadContext is Read, also returning when ctx is done.
+func (f *File) ReadContext(ctx context.Context, b []byte) (int, error) {
+	if err := f.checkValid("read"); err != nil {
+		return 0, err
+	}
+	n, err := f.fd.ReadContext(orBackground(ctx), b)
+	return n, f.wrapErr("read", err)
+}
+
+// WriteContext is Write, also returning when ctx is done, with the count
+// written so far.
+func (f *File) WriteContext(ctx context.Context, b []byte) (int, error) {
+	if err := f.checkValid("write"); err != nil {
+		return 0, err
+	}
+	n, err := f.fd.WriteContext(orBackground(ctx), b)
+	return n, f.wrapErr("write", err)
+}
+
+// WaitRead parks until the File is readable (data, or end of file), ctx is
+// done, the read deadline passes or the File is closed; it consumes
+// nothing. A descriptor epoll refused (a regular file) is always ready.
+func (f *File) WaitRead(ctx context.Context) error {
+	if err := f.checkValid("read"); err != nil {
+		return err
+	}
+	return f.wrapErr("read", f.fd.WaitReadable(orBackground(ctx)))
+}
+
+// WaitWrite parks until the File can take data without blocking.
+func (f *File) WaitWrite(ctx context.Context) error {
+	if err := f.checkValid("write"); err != nil {
+		return err
+	}
+	return f.wrapErr("write", f.fd.WaitWritable(orBackground(ctx)))
+}
+
+// descriptor is the File's FD, for a ReadyQueue (readyqueue.go).
+func (f *File) descriptor() *poll.FD {
+	if f == nil {
+		return nil
+	}
+	return f.fd
+}
