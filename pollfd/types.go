@@ -32,9 +32,10 @@ func (m Mode) String() string {
 	return "invalid mode"
 }
 
-// Errors returned by Prepare and Wait. The fd layer maps them to what the
-// standard library returns: ErrClosing to net.ErrClosed (sockets) or
-// os.ErrClosed (files), ErrTimeout to os.ErrDeadlineExceeded.
+// Errors returned by Prepare and Wait. The fd layer (gatenet's
+// internal/poll, errors.go) maps them to what the standard library
+// returns: ErrClosing to net.ErrClosed (sockets) or os.ErrClosed (files),
+// ErrTimeout to os.ErrDeadlineExceeded.
 var (
 	ErrClosing     = errors.New("pollfd: descriptor is closing")
 	ErrTimeout     = errors.New("pollfd: deadline exceeded")
