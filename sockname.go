@@ -10,41 +10,39 @@ import (
 
 // getsockname and getpeername wrap those system calls, and
 // acceptedSockaddr converts the address accept4(2) reported
-// (internal/poll's FD.Accept), as x/sys/unix's Getsockname, Getpeername and
-// Accept4 do, with one system call fewer: for an AF_INET or AF_INET6 address x/sys first asks the
-// socket's protocol (getsockopt(SO_PROTOCOL), to tell an L2TP/IP socket
-// apart), which net does not. They are for the sockets gatenet makes
-// (TCP, UDP, raw IP, Unix) and accepts (a listening socket is never
-// L2TP/IP); sockets that come from elsewhere (file_sock.go) keep x/sys's
-// calls. Connection set-up asks for addresses three or four times, and
-// a connection's whole life is about forty system calls.
+// (internal/poll's FD.Accept), as x/sys/unix's Getsockname, Getpeername
+// and Accept4 do, with one system call fewer: for an AF_INET or AF_INET6
+// address x/sys first asks the socket's protocol (getsockopt(SO_PROTOCOL),
+// to tell an L2TP/IP socket apart), which net does not. They are for the
+// sockets gatenet makes (TCP, UDP, raw IP, Unix) and accepts (a listening
+// socket is never L2TP/IP); sockets that come from elsewhere
+// (file_sock.go) keep x/sys's calls. Connection set-up asks for addresses
+// three or four times, and a connection's whole life is about forty
+// system calls.
 
 // getsockname wraps getsockname(2).
 func getsockname(s int) (unix.Sockaddr, error) {
-	var rsa unix.RawSockaddrAny
-	n := uint32(unix.SizeofSockaddrAny)
-	_, _, e := unix.RawSyscall(unix.SYS_GETSOCKNAME, uintptr(s), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&n)))
-	if e != 0 {
-		return nil, e
-	}
-	if sa, ok := rawToSockaddr(&rsa); ok {
-		return sa, nil
-	}
-	return unix.Getsockname(s) // another family: x/sys converts it
+	return sockname(unix.SYS_GETSOCKNAME, s, unix.Getsockname)
 }
 
 // getpeername wraps getpeername(2).
 func getpeername(s int) (unix.Sockaddr, error) {
+	return sockname(unix.SYS_GETPEERNAME, s, unix.Getpeername)
+}
+
+// sockname makes the system call trap (getsockname or getpeername) on s
+// and converts the address; x/sys's call, again, converts another family.
+func sockname(trap uintptr, s int, xsys func(int) (unix.Sockaddr, error)) (unix.Sockaddr, error) {
 	var rsa unix.RawSockaddrAny
 	n := uint32(unix.SizeofSockaddrAny)
-	_, _, e := unix.RawSyscall(unix.SYS_GETPEERNAME, uintptr(s), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&n)))
+	_, _, e := unix.RawSyscall(trap, uintptr(s), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&n)))
 	if e != 0 {
 		return nil, e
 	}
 	if sa, ok := rawToSockaddr(&rsa); ok {
 		return sa, nil
 	}
-	return unix.Getpeername(s)
+	return xsys(s)
 }
 
 // acceptedSockaddr converts rsa, the peer's address accept4(2) reported

@@ -19,12 +19,8 @@ func TestWaitContext(t *testing.T) {
 		t.Run("Canceled", func(t *testing.T) {
 			r, w := newPipe(t)
 			d := open(t, p, r)
-			mustEAGAIN(t, d)
 			ctx, cancel := context.WithCancel(context.Background())
-			ch := make(chan error, 1)
-			base := p.Stats()
-			go func() { ch <- d.WaitContext(ctx, pollfd.ModeRead) }()
-			waitParks(t, p, base, 1)
+			ch, _ := parked(t, p, d, func() error { return d.WaitContext(ctx, pollfd.ModeRead) })
 			cancel()
 			require.ErrorIs(t, recvErr(t, ch), context.Canceled)
 			// The gate is clean: the next Wait parks until real data.

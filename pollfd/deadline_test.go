@@ -111,10 +111,7 @@ func testNewDeadlineParksAgain(t *testing.T, p *pollfd.Poller, d *pollfd.Desc, w
 // when the old deadline passes); data then arriving wakes it with nil.
 func testClearWhileParked(t *testing.T, p *pollfd.Poller, d *pollfd.Desc, w int) {
 	require.NoError(t, d.SetDeadline(time.Now().Add(30*time.Millisecond), pollfd.ModeRead))
-	mustEAGAIN(t, d)
-	base := p.Stats()
-	done := goWait(d, pollfd.ModeRead)
-	waitParks(t, p, base, 1)
+	done, base := parkedRead(t, p, d)
 	require.NoError(t, d.SetDeadline(time.Time{}, pollfd.ModeRead))
 	requireParked(t, done, 100*time.Millisecond, "its deadline was cleared")
 	require.Zero(t, p.Stats().TimerFires-base.TimerFires)
@@ -143,10 +140,7 @@ func testPastDeadlineFailsPrepare(t *testing.T, p *pollfd.Poller, d *pollfd.Desc
 
 // Setting a past deadline while a waiter is parked wakes it with ErrTimeout.
 func testPastDeadlineWakesWaiter(t *testing.T, p *pollfd.Poller, d *pollfd.Desc, w int) {
-	mustEAGAIN(t, d)
-	base := p.Stats()
-	done := goWait(d, pollfd.ModeRead)
-	waitParks(t, p, base, 1)
+	done, base := parkedRead(t, p, d)
 	require.NoError(t, d.SetDeadline(past, pollfd.ModeRead))
 	require.ErrorIs(t, recvErr(t, done), pollfd.ErrTimeout)
 	require.Equal(t, uint64(1), p.Stats().Wakeups-base.Wakeups)
@@ -158,10 +152,7 @@ func testPastDeadlineWakesWaiter(t *testing.T, p *pollfd.Poller, d *pollfd.Desc,
 func testExtendWhileParked(t *testing.T, p *pollfd.Poller, d *pollfd.Desc, w int) {
 	original := time.Now().Add(40 * time.Millisecond)
 	require.NoError(t, d.SetDeadline(original, pollfd.ModeRead))
-	mustEAGAIN(t, d)
-	base := p.Stats()
-	done := goWait(d, pollfd.ModeRead)
-	waitParks(t, p, base, 1)
+	done, base := parkedRead(t, p, d)
 	extended := time.Now().Add(150 * time.Millisecond)
 	require.NoError(t, d.SetDeadline(extended, pollfd.ModeRead))
 	require.ErrorIs(t, recvErr(t, done), pollfd.ErrTimeout)

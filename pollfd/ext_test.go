@@ -40,10 +40,7 @@ func TestDescExtMedia(t *testing.T) {
 	}
 
 	// A reader parked in a slot, woken by data; the edge is its own.
-	mustEAGAIN(t, d)
-	base := p.Stats()
-	ch := goWait(d, pollfd.ModeRead)
-	waitParks(t, p, base, 1)
+	ch, base := parkedRead(t, p, d)
 	require.Equal(t, base.ParksInSlot+1, p.Stats().ParksInSlot, "the park is in a slot")
 	write()
 	require.NoError(t, recvErr(t, ch))
@@ -62,10 +59,7 @@ func TestDescExtMedia(t *testing.T) {
 		cancel()
 		require.ErrorIs(t, recvErr(t, ch), context.Canceled)
 	}
-	mustEAGAIN(t, d)
-	base = p.Stats()
-	ch = goWait(d, pollfd.ModeRead)
-	waitParks(t, p, base, 1)
+	ch, base = parkedRead(t, p, d)
 	requireParked(t, ch, 20*time.Millisecond, "no token was left by the cancelled selects")
 	write()
 	require.NoError(t, recvErr(t, ch))
@@ -81,10 +75,7 @@ func TestDescExtMedia(t *testing.T) {
 	drain()
 
 	// Unblock wakes a reader parked in a slot, with ErrClosing.
-	mustEAGAIN(t, d)
-	base = p.Stats()
-	ch = goWait(d, pollfd.ModeRead)
-	waitParks(t, p, base, 1)
+	ch, base = parkedRead(t, p, d)
 	d.Unblock()
 	require.ErrorIs(t, recvErr(t, ch), pollfd.ErrClosing)
 }

@@ -23,11 +23,7 @@ func TestReadyConsumedFirst(t *testing.T) {
 	eachStrategy(t, func(t *testing.T, p *pollfd.Poller) {
 		r, w := newPipe(t)
 		d := open(t, p, r)
-		mustEAGAIN(t, d)
-		base := p.Stats()
-		_, err := unix.Write(w, []byte("z"))
-		require.NoError(t, err)
-		waitEvents(t, p, base, 1) // the drain loop has set Ready; nobody waits
+		base := pendingEdge(t, p, d, w, "z") // the drain loop has set Ready; nobody waits
 		require.NoError(t, d.Wait(pollfd.ModeRead))
 		require.Equal(t, base.Parks, p.Stats().Parks, "a Wait with Ready set must not park")
 		var buf [2]byte
@@ -51,11 +47,7 @@ func TestPrepareClearsReady(t *testing.T) {
 	eachStrategy(t, func(t *testing.T, p *pollfd.Poller) {
 		r, w := newPipe(t)
 		d := open(t, p, r)
-		mustEAGAIN(t, d)
-		base := p.Stats()
-		_, err := unix.Write(w, []byte("q"))
-		require.NoError(t, err)
-		waitEvents(t, p, base, 1)
+		base := pendingEdge(t, p, d, w, "q")
 
 		require.NoError(t, d.Prepare(pollfd.ModeRead))
 		require.NoError(t, d.SetDeadline(time.Now().Add(30*time.Millisecond), pollfd.ModeRead))
@@ -143,10 +135,7 @@ func TestHUPWakesBoth(t *testing.T) {
 			pp := newPipePair(t)
 			r := pp[0]
 			d := open(t, p, r)
-			mustEAGAIN(t, d)
-			base := p.Stats()
-			done := goWait(d, pollfd.ModeRead)
-			waitParks(t, p, base, 1)
+			done, _ := parkedRead(t, p, d)
 			require.NoError(t, pp.close(1))
 			require.NoError(t, recvErr(t, done))
 			var buf [1]byte
@@ -275,10 +264,7 @@ func TestPollerCloseBusy(t *testing.T) {
 		r, w := newPipe(t)
 		d := open(t, p, r)
 		require.ErrorIs(t, p.Close(), pollfd.ErrPollerBusy)
-		mustEAGAIN(t, d)
-		base := p.Stats()
-		done := goWait(d, pollfd.ModeRead)
-		waitParks(t, p, base, 1)
+		done, _ := parkedRead(t, p, d)
 		_, err := unix.Write(w, []byte("k"))
 		require.NoError(t, err)
 		require.NoError(t, recvErr(t, done))
@@ -294,10 +280,7 @@ func TestDoubleWait(t *testing.T) {
 	eachStrategy(t, func(t *testing.T, p *pollfd.Poller) {
 		a, b := newSocketpair(t)
 		d := openSettled(t, p, a)
-		mustEAGAIN(t, d)
-		base := p.Stats()
-		reader := goWait(d, pollfd.ModeRead)
-		waitParks(t, p, base, 1)
+		reader, base := parkedRead(t, p, d)
 		require.ErrorIs(t, d.Wait(pollfd.ModeRead), pollfd.ErrDoubleWait)
 
 		require.NoError(t, d.Prepare(pollfd.ModeWrite))
@@ -326,11 +309,7 @@ func TestWaitChecksErrorsFirst(t *testing.T) {
 		readyDesc := func(t *testing.T) *pollfd.Desc {
 			r, w := newPipe(t)
 			d := open(t, p, r)
-			mustEAGAIN(t, d)
-			base := p.Stats()
-			_, err := unix.Write(w, []byte("x"))
-			require.NoError(t, err)
-			waitEvents(t, p, base, 1) // Ready is set, nobody consumed it
+			pendingEdge(t, p, d, w, "x") // Ready is set, nobody consumed it
 			return d
 		}
 		t.Run("closing", func(t *testing.T) {

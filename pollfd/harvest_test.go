@@ -26,27 +26,23 @@ func TestRunnableAccounting(t *testing.T) {
 			t.Helper()
 			require.Zero(t, p.Stats().Runnable, "after %s: woken waiters counted as not yet run", what)
 		}
-		parked := func(wait func() error) <-chan error {
-			base := p.Stats()
-			mustEAGAIN(t, d)
-			ch := make(chan error, 1)
-			go func() { ch <- wait() }()
-			waitParks(t, p, base, 1)
+		parkIn := func(wait func() error) <-chan error {
+			ch, _ := parked(t, p, d, wait)
 			return ch
 		}
 		plain := func() error { return d.Wait(pollfd.ModeRead) }
 
-		ch := parked(plain)
+		ch := parkIn(plain)
 		wakeByByte(t, ch, r, w)
 		settled("an edge")
 
-		ch = parked(plain)
+		ch = parkIn(plain)
 		require.NoError(t, d.SetDeadline(past, pollfd.ModeRead))
 		require.ErrorIs(t, recvErr(t, ch), pollfd.ErrTimeout)
 		settled("a deadline set in the past")
 
 		require.NoError(t, d.SetDeadline(time.Now().Add(20*time.Millisecond), pollfd.ModeRead))
-		ch = parked(plain)
+		ch = parkIn(plain)
 		require.ErrorIs(t, recvErr(t, ch), pollfd.ErrTimeout)
 		settled("a deadline's timer")
 		require.NoError(t, d.SetDeadline(time.Time{}, pollfd.ModeRead))
@@ -54,23 +50,23 @@ func TestRunnableAccounting(t *testing.T) {
 		// A context used once parks in a select; one that comes back is
 		// registered and parks like a plain wait (ctxwait.go).
 		ctx, cancel := context.WithCancel(context.Background())
-		ch = parked(func() error { return d.WaitContext(ctx, pollfd.ModeRead) })
+		ch = parkIn(func() error { return d.WaitContext(ctx, pollfd.ModeRead) })
 		cancel()
 		require.ErrorIs(t, recvErr(t, ch), context.Canceled)
 		settled("a context's cancellation")
 
 		server, stop := context.WithCancel(context.Background())
 		for range 2 {
-			ch = parked(func() error { return d.WaitContext(server, pollfd.ModeRead) })
+			ch = parkIn(func() error { return d.WaitContext(server, pollfd.ModeRead) })
 			wakeByByte(t, ch, r, w)
 			settled("an edge, under a context")
 		}
-		ch = parked(func() error { return d.WaitContext(server, pollfd.ModeRead) })
+		ch = parkIn(func() error { return d.WaitContext(server, pollfd.ModeRead) })
 		stop()
 		require.ErrorIs(t, recvErr(t, ch), context.Canceled)
 		settled("a registered context's cancellation")
 
-		ch = parked(plain)
+		ch = parkIn(plain)
 		d.Unblock()
 		require.ErrorIs(t, recvErr(t, ch), pollfd.ErrClosing)
 		settled("Unblock")
@@ -91,10 +87,7 @@ func TestHarvestDeferred(t *testing.T) {
 		d := open(t, p, r)
 		parkOnce := func() {
 			t.Helper()
-			base := p.Stats()
-			mustEAGAIN(t, d)
-			ch := goWait(d, pollfd.ModeRead)
-			waitParks(t, p, base, 1)
+			ch, _ := parkedRead(t, p, d)
 			wakeByByte(t, ch, r, w)
 		}
 

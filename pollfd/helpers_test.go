@@ -232,3 +232,36 @@ func kicker(t testing.TB, w int) chan<- struct{} {
 	t.Cleanup(func() { close(kick); <-stopped })
 	return kick
 }
+
+// pendingEdge leaves d (the read end of a pipe whose write end is w) with
+// an edge nobody waits for: a read finds the pipe empty, msg is written,
+// and the drain loop delivers the edge. It returns the Stats from before
+// the write.
+func pendingEdge(t testing.TB, p *pollfd.Poller, d *pollfd.Desc, w int, msg string) pollfd.Stats {
+	t.Helper()
+	mustEAGAIN(t, d)
+	base := p.Stats()
+	_, err := unix.Write(w, []byte(msg))
+	require.NoError(t, err)
+	waitEvents(t, p, base, 1)
+	return base
+}
+
+// parkedRead starts a Wait for reading on d after a read found it empty,
+// and returns once the Wait has parked: its result, and the Stats from
+// before it.
+func parkedRead(t testing.TB, p *pollfd.Poller, d *pollfd.Desc) (<-chan error, pollfd.Stats) {
+	t.Helper()
+	return parked(t, p, d, func() error { return d.Wait(pollfd.ModeRead) })
+}
+
+// parked is parkedRead with another wait on d's read side (WaitContext).
+func parked(t testing.TB, p *pollfd.Poller, d *pollfd.Desc, wait func() error) (<-chan error, pollfd.Stats) {
+	t.Helper()
+	mustEAGAIN(t, d)
+	base := p.Stats()
+	ch := make(chan error, 1)
+	go func() { ch <- wait() }()
+	waitParks(t, p, base, 1)
+	return ch, base
+}
