@@ -74,7 +74,7 @@ func TestFileCloseUnblocksRead(t *testing.T) {
 	testutil.CheckLeaks(t)
 	testutil.Watchdog(t, 2*time.Minute)
 	fileSideBySide(t, func(t *testing.T, r, w fileLike) fileIOObs {
-		ch := goFileRead(r, make([]byte, 8))
+		ch := goRead(r, make([]byte, 8))
 		time.Sleep(20 * time.Millisecond) // let it block (the result is the same if not)
 		require.NoError(t, r.Close())
 		res := <-ch
@@ -93,7 +93,7 @@ func TestFileCloseUnblocksWrite(t *testing.T) {
 	testutil.CheckLeaks(t)
 	testutil.Watchdog(t, 2*time.Minute)
 	fileSideBySide(t, func(t *testing.T, r, w fileLike) fileIOObs {
-		ch := goFileWrite(w, make([]byte, 1<<20))
+		ch := goWrite(w, make([]byte, 1<<20))
 		waitPipeFull(t, r)
 		time.Sleep(10 * time.Millisecond)
 		require.NoError(t, w.Close())
@@ -342,7 +342,7 @@ func TestFileFdMakesBlocking(t *testing.T) {
 		o.NonblockAfter = fileNonblocking(t, r)
 		o.SetDL = observeFileErr(r.SetReadDeadline(time.Now().Add(time.Hour)))
 		buf := make([]byte, 8)
-		ch := goFileRead(r, buf)
+		ch := goRead(r, buf)
 		waitThreadInSyscall(t, unix.SYS_READ, int(fd))
 		require.NoError(t, r.SetReadDeadline(time.Now().Add(-time.Second)))
 		requireStillBlocked(t, ch, 50*time.Millisecond, "blocking Read after an expired deadline")

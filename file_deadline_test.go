@@ -116,7 +116,7 @@ func fileDeadlineClearWhileBlocked(t *testing.T, p *pollfd.Poller) {
 	start := time.Now()
 	require.NoError(t, r.SetReadDeadline(start.Add(d)))
 	buf := make([]byte, 8)
-	ch := goFileRead(r, buf)
+	ch := goRead(r, buf)
 	time.Sleep(20 * time.Millisecond)
 	require.NoError(t, r.SetReadDeadline(time.Time{}))
 	if time.Since(start) >= d {
@@ -155,7 +155,7 @@ func fileDeadlinePastDoesNotBlock(t *testing.T, p *pollfd.Poller) {
 func fileDeadlineMovedToPastWakesRead(t *testing.T, p *pollfd.Poller) {
 	r, _ := newPipeOn(t, p)
 	parks := p.Stats().Parks
-	ch := goFileRead(r, make([]byte, 8))
+	ch := goRead(r, make([]byte, 8))
 	fileWaitParked(t, p, parks)
 	require.NoError(t, r.SetReadDeadline(time.Now().Add(-time.Second)))
 	res := <-ch
@@ -167,7 +167,7 @@ func fileDeadlineMovedToPastWakesRead(t *testing.T, p *pollfd.Poller) {
 func fileDeadlineMovedToPastWakesWrite(t *testing.T, p *pollfd.Poller) {
 	r, w := newPipeOn(t, p)
 	parks := p.Stats().Parks
-	ch := goFileWrite(w, make([]byte, 1<<20))
+	ch := goWrite(w, make([]byte, 1<<20))
 	waitPipeFull(t, r)
 	fileWaitParked(t, p, parks)
 	require.NoError(t, w.SetWriteDeadline(time.Now().Add(-time.Second)))
@@ -184,7 +184,7 @@ func fileDeadlineExtendedReleasesNobody(t *testing.T, p *pollfd.Poller) {
 	start := time.Now()
 	require.NoError(t, r.SetReadDeadline(start.Add(first)))
 	parks := p.Stats().Parks
-	ch := goFileRead(r, make([]byte, 8))
+	ch := goRead(r, make([]byte, 8))
 	fileWaitParked(t, p, parks)
 	require.NoError(t, r.SetReadDeadline(start.Add(extended)))
 	late := time.Since(start) >= first
@@ -261,7 +261,7 @@ func fileDeadlineDataWithin(t *testing.T, p *pollfd.Poller) {
 	require.NoError(t, r.SetReadDeadline(time.Now().Add(time.Minute)))
 	require.NoError(t, w.SetWriteDeadline(time.Now().Add(time.Minute)))
 	buf := make([]byte, 8)
-	ch := goFileRead(r, buf)
+	ch := goRead(r, buf)
 	time.Sleep(20 * time.Millisecond)
 	n, err := w.Write([]byte("in time"))
 	require.NoError(t, err)

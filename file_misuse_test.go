@@ -263,12 +263,12 @@ func TestFileConcurrentReadsQueue(t *testing.T) {
 	testutil.CheckLeaks(t)
 	testutil.Watchdog(t, 2*time.Minute)
 	fileSideBySide(t, func(t *testing.T, r, w fileLike) []string {
-		results := make(chan fileIOResult, 3)
+		results := make(chan ioResult, 3)
 		for range 3 {
 			go func() {
 				buf := make([]byte, 8)
 				n, err := r.Read(buf)
-				results <- fileIOResult{n, err}
+				results <- ioResult{n, err}
 			}()
 		}
 		time.Sleep(20 * time.Millisecond) // let them block (queueing either way)
@@ -291,11 +291,11 @@ func TestFileCloseWakesQueuedReads(t *testing.T) {
 	testutil.CheckLeaks(t)
 	testutil.Watchdog(t, 2*time.Minute)
 	fileSideBySide(t, func(t *testing.T, r, w fileLike) []string {
-		results := make(chan fileIOResult, 3)
+		results := make(chan ioResult, 3)
 		for range 3 {
 			go func() {
 				n, err := r.Read(make([]byte, 8))
-				results <- fileIOResult{n, err}
+				results <- ioResult{n, err}
 			}()
 		}
 		time.Sleep(20 * time.Millisecond)

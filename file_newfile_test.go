@@ -296,7 +296,7 @@ func TestFileNewFileBlockingPipe(t *testing.T) {
 	_, err := r.Read(make([]byte, 1))
 	requirePathError(t, err, "read", "r", os.ErrDeadlineExceeded)
 	require.NoError(t, r.SetReadDeadline(time.Time{}))
-	ch := goFileRead(r, make([]byte, 1))
+	ch := goRead(r, make([]byte, 1))
 	time.Sleep(10 * time.Millisecond)
 	require.NoError(t, r.Close())
 	res := <-ch

@@ -102,7 +102,7 @@ func TestFilePty(t *testing.T) {
 		require.NoError(t, err)
 		o.ToReplica = ttyReadFull(t, replica, 3)
 
-		ch := goFileRead(master, make([]byte, 16))
+		ch := goRead(master, make([]byte, 16))
 		time.Sleep(20 * time.Millisecond)
 		require.NoError(t, master.Close())
 		res := <-ch
@@ -157,7 +157,7 @@ func TestFileFIFO(t *testing.T) {
 		o.Timeout = observeFileErr(err)
 		require.NoError(t, r.SetReadDeadline(time.Time{}))
 
-		ch := goFileRead(r, buf)
+		ch := goRead(r, buf)
 		time.Sleep(10 * time.Millisecond)
 		_, err = w.Write([]byte("through"))
 		require.NoError(t, err)
@@ -165,7 +165,7 @@ func TestFileFIFO(t *testing.T) {
 		require.NoError(t, res.Err)
 		o.Data = string(buf[:res.N])
 
-		ch = goFileRead(r, buf)
+		ch = goRead(r, buf)
 		time.Sleep(20 * time.Millisecond)
 		require.NoError(t, r.Close())
 		res = <-ch

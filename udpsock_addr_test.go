@@ -4,7 +4,7 @@ package gatenet_test
 
 // Parity of datagram sockets' addresses and construction: LocalAddr and
 // RemoteAddr in every state, the zero-value conn, FilePacketConn. Each
-// scenario runs on net and on gatenet (sockParity, sock_helpers_test.go).
+// scenario runs on net and on gatenet (sockParity, helpers_sock_test.go).
 
 import (
 	"context"

@@ -4,7 +4,7 @@ package gatenet_test
 
 // Parity: each scenario runs on net and on gatenet (sockParity) and what
 // the caller observes must be the same. This file covers errors, Close,
-// deadlines, shutdown and addresses; sock_parity_opts_test.go covers
+// deadlines, shutdown and addresses; tcpsock_opts_test.go covers
 // socket options, File and RawConn.
 
 import (

@@ -3,7 +3,7 @@
 package gatenet_test
 
 // Parity of datagram sockets' deadlines, Close and error shapes: the
-// same scenario on net and on gatenet (sockParity, sock_helpers_test.go),
+// same scenario on net and on gatenet (sockParity, helpers_sock_test.go),
 // compared field by field.
 
 import (

@@ -3,7 +3,7 @@
 package gatenet_test
 
 // Parity for datagram sockets (UDP and unixgram): each scenario runs on
-// net and on gatenet through sockParity (sock_helpers_test.go), and what
+// net and on gatenet through sockParity (helpers_sock_test.go), and what
 // the caller observes must be the same, field by field. The expectations
 // are checked against net too. Rows are those of the conformance
 // checklist in stdlib-behaviour.md §11.

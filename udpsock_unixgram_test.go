@@ -4,7 +4,7 @@ package gatenet_test
 
 // Parity of Unix datagram sockets (unixgram) and of ListenPacket on
 // stream networks: the same scenario on net and on gatenet (sockParity,
-// sock_helpers_test.go), compared field by field.
+// helpers_sock_test.go), compared field by field.
 
 import (
 	"net"

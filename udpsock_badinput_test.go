@@ -3,7 +3,7 @@
 package gatenet_test
 
 // Issue 5's "Bad input" for UDP, side by side with net, beyond what
-// udp_parity_test.go covers (unconnected oversized writes, oob of 0 and 4
+// udpsock_test.go covers (unconnected oversized writes, oob of 0 and 4
 // bytes): oversized datagrams on a connected socket through every write
 // method, and an oob buffer that holds a control message's header but not
 // its data.

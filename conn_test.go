@@ -244,7 +244,7 @@ func TestSockCloseUnblocks(t *testing.T) {
 
 				// Read.
 				before = p.Stats().Parks
-				rd := sockGoRead(s, make([]byte, 8))
+				rd := goRead(s, make([]byte, 8))
 				sockWaitParks(t, p, before)
 				require.NoError(t, s.Close())
 				r := <-rd
@@ -257,7 +257,7 @@ func TestSockCloseUnblocks(t *testing.T) {
 				require.NoError(t, c2.(sockConn).SetWriteBuffer(4096))
 				big := make([]byte, 16<<20)
 				before = p.Stats().Parks
-				wr := sockGoWrite(c2, big)
+				wr := goWrite(c2, big)
 				sockWaitParks(t, p, before)
 				require.NoError(t, c2.Close())
 				w := <-wr
@@ -277,7 +277,7 @@ func TestSockConcurrentReads(t *testing.T) {
 	sockEachStrategy(t, func(t *testing.T, p *pollfd.Poller) {
 		c, s, _ := sockPairOn(t, p, "tcp")
 		before := p.Stats().Parks
-		results := make(chan sockIOResult, 3)
+		results := make(chan ioResult, 3)
 		var wg sync.WaitGroup
 		for range 3 {
 			wg.Add(1)
@@ -285,7 +285,7 @@ func TestSockConcurrentReads(t *testing.T) {
 				defer wg.Done()
 				buf := make([]byte, 1)
 				n, err := s.Read(buf)
-				results <- sockIOResult{n, err}
+				results <- ioResult{n, err}
 			}()
 		}
 		sockWaitParks(t, p, before)
@@ -313,13 +313,13 @@ func TestSockCloseWakesQueuedReads(t *testing.T) {
 	sockEachStrategy(t, func(t *testing.T, p *pollfd.Poller) {
 		_, s, _ := sockPairOn(t, p, "tcp")
 		before := p.Stats().Parks
-		var rds []<-chan sockIOResult
+		var rds []<-chan ioResult
 		for range 3 {
-			rds = append(rds, sockGoRead(s, make([]byte, 8)))
+			rds = append(rds, goRead(s, make([]byte, 8)))
 		}
 		sockWaitParks(t, p, before)
 		for _, rd := range rds {
-			sockStillBlocked(t, rd, 10*time.Millisecond, "a Read on an idle conn")
+			requireStillBlocked(t, rd, 10*time.Millisecond, "a Read on an idle conn")
 		}
 		require.NoError(t, s.Close())
 		for _, rd := range rds {

@@ -3,7 +3,7 @@
 package gatenet_test
 
 // Helpers the datagram tests (udp_*_test.go) share. They extend the
-// socket stacks of sock_helpers_test.go (sockStack, sockParity,
+// socket stacks of helpers_sock_test.go (sockStack, sockParity,
 // sockObserve, sockNames) with the datagram constructors and observe each
 // read and write method in a form that compares across stacks.
 

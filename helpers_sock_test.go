@@ -447,37 +447,3 @@ func sockWaitTCPState(t testing.TB, c any, state uint8) {
 		time.Sleep(time.Millisecond)
 	}
 }
-
-// sockIOResult is one Read's or Write's outcome.
-type sockIOResult struct {
-	N   int
-	Err error
-}
-
-func sockGoRead(c net.Conn, buf []byte) <-chan sockIOResult {
-	ch := make(chan sockIOResult, 1)
-	go func() {
-		n, err := c.Read(buf)
-		ch <- sockIOResult{n, err}
-	}()
-	return ch
-}
-
-func sockGoWrite(c net.Conn, buf []byte) <-chan sockIOResult {
-	ch := make(chan sockIOResult, 1)
-	go func() {
-		n, err := c.Write(buf)
-		ch <- sockIOResult{n, err}
-	}()
-	return ch
-}
-
-// sockStillBlocked asserts nothing arrives on ch for d: a lower bound only.
-func sockStillBlocked(t testing.TB, ch <-chan sockIOResult, d time.Duration, what string) {
-	t.Helper()
-	select {
-	case r := <-ch:
-		t.Fatalf("%s returned early: n=%d err=%v", what, r.N, r.Err)
-	case <-time.After(d):
-	}
-}
