@@ -69,6 +69,8 @@ package pollfd
 //	SetDeadline  in the past: expired = true and wake a waiter (no ready);
 //	             in the future or cleared: wake nobody.
 //	Unblock      closing = true; wake both waiters (no ready).
+//	Kick         one gate's edge without an event (the fault layer's
+//	             wake-up): ready = true; if waiting, woken as by an edge.
 //
 // Why each race is safe:
 //
@@ -445,6 +447,22 @@ func (d *Desc) deliver(events uint32) {
 	}
 	if woke > 0 { // counted under mu: the woken waiter sees it
 		d.shard.stats.wakeupsEvent.Add(uint64(woke))
+	}
+	d.mu.Unlock()
+}
+
+// Kick wakes mode's waiter as an edge would, with no event behind it: the
+// waiter retries its system call, which may find nothing and park again,
+// as after any spurious wake-up (contract 5). With no waiter the edge is
+// kept for the next Wait, as an event's is. The fault layer uses it to end
+// a delay it injected and to inject spurious wake-ups; it is not an event,
+// so Stats counts it apart (WakeupsKick).
+func (d *Desc) Kick(mode Mode) {
+	d.mu.Lock()
+	g := d.gate(mode)
+	g.ready = true
+	if d.wakeLocked(g) {
+		d.shard.stats.wakeupsKick.Add(1)
 	}
 	d.mu.Unlock()
 }

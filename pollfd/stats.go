@@ -23,6 +23,7 @@ type counters struct {
 	wakeupsEvent     atomic.Uint64
 	wakeupsDeadline  atomic.Uint64
 	wakeupsClose     atomic.Uint64
+	wakeupsKick      atomic.Uint64
 	canceled         atomic.Uint64
 	perWait          [9]atomic.Uint64
 }
@@ -74,9 +75,10 @@ func (s *shard) snapshot() Stats {
 		WakeupsEvent:     c.wakeupsEvent.Load(),
 		WakeupsDeadline:  c.wakeupsDeadline.Load(),
 		WakeupsClose:     c.wakeupsClose.Load(),
+		WakeupsKick:      c.wakeupsKick.Load(),
 		Canceled:         c.canceled.Load(),
 	}
-	st.Wakeups = st.WakeupsEvent + st.WakeupsDeadline + st.WakeupsClose
+	st.Wakeups = st.WakeupsEvent + st.WakeupsDeadline + st.WakeupsClose + st.WakeupsKick
 	for i := range st.EventsPerWait {
 		st.EventsPerWait[i] = c.perWait[i].Load()
 	}

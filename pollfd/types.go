@@ -166,6 +166,7 @@ type Stats struct {
 	WakeupsEvent    uint64 // readiness
 	WakeupsDeadline uint64 // a deadline expired or was set in the past
 	WakeupsClose    uint64 // Unblock (Close)
+	WakeupsKick     uint64 // Kick: a wake-up a caller asked for (fault injection)
 	Canceled        uint64 // waits abandoned because their context ended
 
 	// EventsPerWait is a histogram of the events one drain-loop epoll_wait
@@ -192,6 +193,7 @@ func (t *Stats) add(s Stats) {
 	t.WakeupsEvent += s.WakeupsEvent
 	t.WakeupsDeadline += s.WakeupsDeadline
 	t.WakeupsClose += s.WakeupsClose
+	t.WakeupsKick += s.WakeupsKick
 	t.Canceled += s.Canceled
 	for i := range t.EventsPerWait {
 		t.EventsPerWait[i] += s.EventsPerWait[i]
