@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gatenet/gatenet/faults"
 	"github.com/gatenet/gatenet/internal/poll"
 	"github.com/gatenet/gatenet/pollfd"
 )
@@ -43,6 +44,10 @@ type Dialer struct {
 	ControlContext func(ctx context.Context, network, address string, c syscall.RawConn) error
 	// Poller is the poller for the connection; nil means pollfd.Default().
 	Poller *pollfd.Poller
+
+	// Faults, if set, is injected into the connect (DialErrors) and into
+	// the connection dialled (package faults); nil: GATENET_FAULTS's.
+	Faults *faults.Faults
 
 	mptcp mptcpStatus // SetMultipathTCP (mptcp.go)
 }
@@ -292,7 +297,7 @@ func (d *Dialer) dialSingle(ctx context.Context, network string, ra net.Addr) (n
 }
 
 func (d *Dialer) socketConfig() socketConfig {
-	cfg := socketConfig{poller: d.Poller, shard: poll.AnyShard, control: d.ControlContext}
+	cfg := socketConfig{poller: d.Poller, shard: poll.AnyShard, control: d.ControlContext, faults: d.Faults}
 	if cfg.control == nil && d.Control != nil {
 		cfg.control = func(_ context.Context, network, address string, c syscall.RawConn) error {
 			return d.Control(network, address, c)

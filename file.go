@@ -129,6 +129,9 @@ func newFileMode(poller *pollfd.Poller, sysfd int, name string, pollable, nonblo
 	// The registration error is not fatal for files: EPERM (a regular
 	// file or a directory) means blocking I/O, as os.newFile decides.
 	fd, _ := poll.NewFile(sysfd, poller, pollable)
+	if fd.Pollable() {
+		attachEnvFaults(fd) // an invalid GATENET_FAULTS fails sockets; a file has no error to give
+	}
 	return &File{fd: fd, name: name, nonblock: nonblock}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gatenet/gatenet/faults"
 	"github.com/gatenet/gatenet/internal/poll"
 	"github.com/gatenet/gatenet/pollfd"
 )
@@ -35,6 +36,11 @@ type ListenConfig struct {
 	// Poller is the poller the listener and its accepted connections use;
 	// nil means pollfd.Default().
 	Poller *pollfd.Poller
+
+	// Faults, if set, is injected into the listener's Accept
+	// (AcceptErrors) and into every connection it accepts, or into the
+	// packet conn (package faults); nil: GATENET_FAULTS's.
+	Faults *faults.Faults
 
 	mptcp mptcpStatus // SetMultipathTCP (mptcp.go)
 }
@@ -141,7 +147,7 @@ func opAddr[A interface {
 }
 
 func (lc *ListenConfig) socketConfig() socketConfig {
-	cfg := socketConfig{poller: lc.Poller, shard: poll.AnyShard, backlog: lc.Backlog}
+	cfg := socketConfig{poller: lc.Poller, shard: poll.AnyShard, backlog: lc.Backlog, faults: lc.Faults}
 	if lc.Control != nil || lc.ReusePort {
 		cfg.control = func(_ context.Context, network, address string, c syscall.RawConn) error {
 			if lc.ReusePort {

@@ -4,18 +4,20 @@ package gatenet
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/netip"
 	"os"
 	"syscall"
 	"time"
 
+	"github.com/gatenet/gatenet/faults"
 	"github.com/gatenet/gatenet/pollfd"
 )
 
 // Off Linux gatenet delegates to package net: the names below are net's
 // types and functions (the configuration structs keep gatenet's fields;
-// ReusePort, Backlog and Poller are ignored). WaitRead, the context
+// ReusePort, Backlog, Poller and Faults are ignored). WaitRead, the context
 // methods, ReadyQueue and ListenGroup are Linux-only.
 
 type (
@@ -35,6 +37,7 @@ type ListenConfig struct {
 	ReusePort       bool
 	Backlog         int
 	Poller          *pollfd.Poller
+	Faults          *faults.Faults // ignored: faults need gatenet's descriptors
 
 	mptcp *bool // SetMultipathTCP; nil: net's default
 }
@@ -75,6 +78,7 @@ type Dialer struct {
 	Control         func(network, address string, c syscall.RawConn) error
 	ControlContext  func(ctx context.Context, network, address string, c syscall.RawConn) error
 	Poller          *pollfd.Poller
+	Faults          *faults.Faults // ignored: faults need gatenet's descriptors
 
 	mptcp *bool // SetMultipathTCP; nil: net's default
 }
@@ -168,3 +172,7 @@ func FilePacketConn(f *os.File) (net.PacketConn, error) { return net.FilePacketC
 func ListenMulticastUDP(network string, ifi *net.Interface, gaddr *net.UDPAddr) (*UDPConn, error) {
 	return net.ListenMulticastUDP(network, ifi, gaddr)
 }
+
+// InjectFaults needs gatenet's descriptors: off Linux it fails with
+// errors.ErrUnsupported.
+func InjectFaults(x any, f *faults.Faults) error { return errors.ErrUnsupported }

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gatenet/gatenet/faults"
 	"github.com/gatenet/gatenet/internal/poll"
 	"github.com/gatenet/gatenet/pollfd"
 )
@@ -51,6 +52,10 @@ func newNetFD(sysfd, family, sotype int, network string, p *pollfd.Poller, shard
 	}
 	fd := &netFD{family: int16(family), sotype: int16(sotype), net: network}
 	if err := fd.pfd.InitSocket(sysfd, sotype, p, shard); err != nil {
+		fd.pfd.Close()
+		return nil, err
+	}
+	if err := attachEnvFaults(&fd.pfd); err != nil {
 		fd.pfd.Close()
 		return nil, err
 	}
@@ -91,6 +96,7 @@ type socketConfig struct {
 	shard   int // poll.AnyShard, or the poller shard to register on
 	control func(ctx context.Context, network, address string, c syscall.RawConn) error
 	backlog int
+	faults  *faults.Faults // nil: GATENET_FAULTS's (newNetFD attached them)
 }
 
 // socket creates a socket and either listens on laddr (raddr nil) or dials
@@ -107,6 +113,12 @@ func socket(ctx context.Context, network string, family, sotype, proto int, ipv6
 	fd, err := newNetFD(s, family, sotype, network, cfg.poller, cfg.shard)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.faults != nil {
+		if err := fd.pfd.SetFaults(cfg.faults); err != nil {
+			fd.Close()
+			return nil, err
+		}
 	}
 	switch {
 	case laddr != nil && raddr == nil && (sotype == unix.SOCK_STREAM || sotype == unix.SOCK_SEQPACKET):
@@ -289,7 +301,19 @@ func (fd *netFD) connect(ctx context.Context, ra unix.Sockaddr) (peer unix.Socka
 	if err := pfd.Prepare(pollfd.ModeWrite); err != nil {
 		return nil, err
 	}
-	switch err := unix.Connect(pfd.Sysfd, ra); err {
+	var err error
+	switch e, hang := pfd.DialFault(); {
+	case e != 0:
+		err = e
+	case hang:
+		// The SYN is lost: wait for the deadline or cancellation, as for
+		// a real connect that never completes.
+		<-ctx.Done()
+		return nil, mapContextErr(ctx.Err())
+	default:
+		err = unix.Connect(pfd.Sysfd, ra)
+	}
+	switch err {
 	case unix.EINPROGRESS, unix.EALREADY, unix.EINTR:
 	case nil, unix.EISCONN:
 		if ctx.Err() != nil {
@@ -386,6 +410,12 @@ func (fd *netFD) newAccepted(s int, rsa unix.Sockaddr) (*netFD, error) {
 	nfd, err := newNetFD(s, int(fd.family), int(fd.sotype), fd.net, fd.pfd.Desc().Poller(), shard)
 	if err != nil {
 		return nil, err
+	}
+	if f := fd.pfd.Faults(); f != nil {
+		if err := nfd.pfd.SetFaults(f); err != nil {
+			nfd.Close()
+			return nil, err
+		}
 	}
 	nfd.raddr = nfd.addr(rsa)
 	nfd.lazyLocal = true // getsockname(2) when asked (localaddr.go)

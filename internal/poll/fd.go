@@ -46,8 +46,15 @@ type FD struct {
 	isStream      bool // reads and writes are capped at maxRW per syscall
 	zeroReadIsEOF bool // a 0-byte read means EOF (everything but datagrams)
 
-	isBlocking atomic.Bool // O_NONBLOCK cleared: Close neither waits nor interrupts
+	// flags: flagBlocking, O_NONBLOCK cleared (Close neither waits nor
+	// interrupts); flagFaults, a fault layer is attached (fd_faults.go).
+	flags atomic.Uint32
 }
+
+const (
+	flagBlocking = 1 << iota
+	flagFaults
+)
 
 // AnyShard lets the poller choose the shard (round-robin).
 const AnyShard = -1
@@ -93,7 +100,7 @@ func (fd *FD) init(sysfd int, p *pollfd.Poller, shard int, pollable bool) error 
 		fd.pd, err = p.OpenShard(sysfd, shard)
 	}
 	if fd.pd == nil {
-		fd.isBlocking.Store(true)
+		fd.flags.Or(flagBlocking)
 	}
 	// An FD dropped without Close is closed by the collector, with the
 	// finalizer os and net use: its record holds no argument, where
@@ -109,6 +116,7 @@ func (fd *FD) init(sysfd int, p *pollfd.Poller, shard int, pollable bool) error 
 // can hold a reference to it (a holder would keep it reachable), so no
 // system call on it is in flight.
 func (fd *FD) finalize() {
+	fd.dropFaults()
 	if fd.pd != nil {
 		fd.pd.Unblock()
 		fd.pd.Close()
@@ -119,6 +127,7 @@ func (fd *FD) finalize() {
 // destroy runs when the last reference goes: unregister, then close.
 func (fd *FD) destroy() error {
 	runtime.SetFinalizer(fd, nil)
+	fd.dropFaults()
 	if fd.pd != nil {
 		fd.pd.Close()
 	}
@@ -139,7 +148,7 @@ func (fd *FD) Close() error {
 		fd.pd.Unblock()
 	}
 	err := fd.Decref()
-	if !fd.isBlocking.Load() {
+	if fd.flags.Load()&flagBlocking == 0 {
 		fd.mu.waitDestroyed()
 	}
 	return err
@@ -263,6 +272,9 @@ func (fd *FD) Read(p []byte) (int, error) { return fd.ReadContext(nil, p) }
 // ReadContext is Read whose wait for data also ends when ctx is done (nil
 // ctx: never), with ctx's error; the descriptor stays usable.
 func (fd *FD) ReadContext(ctx context.Context, p []byte) (int, error) {
+	if in := fd.injector(); in != nil {
+		return fd.readFaulty(ctx, in, p)
+	}
 	if err := fd.readLock(); err != nil {
 		return 0, err
 	}
@@ -307,6 +319,9 @@ func (fd *FD) Write(p []byte) (int, error) { return fd.WriteContext(nil, p) }
 // Like ReadContext's, its loop is written out, not ioLoop's: a writer
 // parked on a peer that stopped reading is parked here.
 func (fd *FD) WriteContext(ctx context.Context, p []byte) (int, error) {
+	if in := fd.injector(); in != nil {
+		return fd.writeFaulty(ctx, in, p)
+	}
 	if err := fd.writeLock(); err != nil {
 		return 0, err
 	}
@@ -410,8 +425,15 @@ func (fd *FD) AcceptContext(ctx context.Context, rsa *unix.RawSockaddrAny) (int,
 	if err := fd.Prepare(pollfd.ModeRead); err != nil {
 		return -1, "", err
 	}
+	in := fd.injector()
 	for {
-		s, err := accept4(fd.Sysfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, rsa)
+		var s int
+		var err error
+		if e := in.Accept(); e != 0 {
+			s, err = -1, e
+		} else {
+			s, err = accept4(fd.Sysfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, rsa)
+		}
 		if err == nil {
 			return s, "", nil
 		}
@@ -462,7 +484,7 @@ func (fd *FD) SetBlocking() error {
 		return err
 	}
 	defer fd.Decref()
-	fd.isBlocking.Store(true)
+	fd.flags.Or(flagBlocking)
 	return unix.SetNonblock(fd.Sysfd, false)
 }
 

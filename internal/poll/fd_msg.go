@@ -34,6 +34,9 @@ func ioLoop[T any](fd *FD, mode pollfd.Mode, call func() (T, error)) (T, error) 
 	if err := fd.Prepare(mode); err != nil {
 		return v, err
 	}
+	if in := fd.injector(); in != nil && mode == pollfd.ModeRead && !fd.isStream {
+		return recvFaulty(fd, in, call)
+	}
 	for {
 		v, err := call()
 		if err == unix.EINTR {
@@ -114,6 +117,10 @@ func (fd *FD) ReadMsg(p, oob []byte, flags int) (n, oobn, recvflags int, sa unix
 
 // WriteTo wraps sendto(2). On success it reports len(p).
 func (fd *FD) WriteTo(p []byte, sa unix.Sockaddr) (int, error) {
+	if in := fd.injector(); in != nil && !fd.isStream {
+		send := func(p, _ []byte) (int, error) { return len(p), unix.Sendto(fd.Sysfd, p, 0, sa) }
+		return fd.sendFaultyLocked(in, p, nil, send, func() sendFunc { return send })
+	}
 	_, err := ioLoop(fd, pollfd.ModeWrite, func() (struct{}, error) {
 		return struct{}{}, unix.Sendto(fd.Sysfd, p, 0, sa)
 	})
@@ -154,6 +161,18 @@ func (fd *FD) ReadMsgRaw(p, oob []byte, flags int, from *unix.RawSockaddrAny) (n
 // directly and reports the payload bytes sent and len(oob), as
 // internal/poll's WriteMsg does.
 func (fd *FD) WriteMsgRaw(p, oob []byte, sa unsafe.Pointer, salen uint32) (int, int, error) {
+	if in := fd.injector(); in != nil && !fd.isStream {
+		n, err := fd.sendFaultyLocked(in, p, oob, func(p, oob []byte) (int, error) {
+			return sendmsgRaw(fd.Sysfd, p, oob, sa, salen)
+		}, func() sendFunc {
+			to := rawAddrCopy(sa, salen)
+			return func(p, oob []byte) (int, error) { return sendmsgRaw(fd.Sysfd, p, oob, to, salen) }
+		})
+		if err != nil {
+			return 0, 0, err
+		}
+		return n, len(oob), nil
+	}
 	iov := iovec(p)
 	msg := msghdr(&iov, oob)
 	msg.Name = (*byte)(sa)
@@ -194,6 +213,14 @@ func msghdr(iov *unix.Iovec, oob []byte) (msg unix.Msghdr) {
 // bytes at sa (a caller's stack variable), so that no unix.Sockaddr is
 // allocated. It wraps sendto(2) directly; on success it reports len(p).
 func (fd *FD) WriteToRaw(p []byte, sa unsafe.Pointer, salen uint32) (int, error) {
+	if in := fd.injector(); in != nil && !fd.isStream {
+		return fd.sendFaultyLocked(in, p, nil, func(p, _ []byte) (int, error) {
+			return sendmsgRaw(fd.Sysfd, p, nil, sa, salen)
+		}, func() sendFunc {
+			to := rawAddrCopy(sa, salen)
+			return func(p, _ []byte) (int, error) { return sendmsgRaw(fd.Sysfd, p, nil, to, salen) }
+		})
+	}
 	buf := unsafe.Pointer(&zeroByte)
 	if len(p) > 0 {
 		buf = unsafe.Pointer(&p[0])
@@ -212,6 +239,14 @@ func (fd *FD) WriteToRaw(p []byte, sa unsafe.Pointer, salen uint32) (int, error)
 // WriteMsg wraps sendmsg(2). It reports the payload bytes sent and
 // len(oob), as internal/poll's WriteMsg does.
 func (fd *FD) WriteMsg(p, oob []byte, sa unix.Sockaddr) (int, int, error) {
+	if in := fd.injector(); in != nil && !fd.isStream {
+		send := func(p, oob []byte) (int, error) { return unix.SendmsgN(fd.Sysfd, p, oob, sa, 0) }
+		n, err := fd.sendFaultyLocked(in, p, oob, send, func() sendFunc { return send })
+		if err != nil {
+			return n, 0, err
+		}
+		return n, len(oob), nil
+	}
 	n, err := ioLoop(fd, pollfd.ModeWrite, func() (int, error) {
 		return unix.SendmsgN(fd.Sysfd, p, oob, sa, 0)
 	})
@@ -219,4 +254,15 @@ func (fd *FD) WriteMsg(p, oob []byte, sa unix.Sockaddr) (int, int, error) {
 		return n, 0, err
 	}
 	return n, len(oob), nil
+}
+
+// sendmsgRaw wraps sendmsg(2) of one datagram to the salen-byte sockaddr
+// at sa (nil: the connected peer).
+func sendmsgRaw(fd int, p, oob []byte, sa unsafe.Pointer, salen uint32) (int, error) {
+	iov := iovec(p)
+	msg := msghdr(&iov, oob)
+	msg.Name = (*byte)(sa)
+	msg.Namelen = salen
+	r, _, e := unix.Syscall(unix.SYS_SENDMSG, uintptr(fd), uintptr(unsafe.Pointer(&msg)), 0)
+	return int(r), errnoErr(e)
 }
