@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/gatenet/gatenet"
+	"github.com/gatenet/gatenet/faults"
 )
 
 // A Server is an HTTP server listening on a system-chosen port on the
@@ -44,6 +45,12 @@ type Server struct {
 	// Config may be changed after calling NewUnstartedServer and
 	// before Start or StartTLS.
 	Config *http.Server
+
+	// Faults, set between NewUnstartedServer and Start or StartTLS, is
+	// injected into the listener (its Accept and every connection it
+	// accepts) and into every connection the Client dials (package
+	// faults): the server and its client see the same adversity.
+	Faults *faults.Faults
 
 	// certificate is a parsed version of the TLS config certificate, if present.
 	certificate *x509.Certificate
@@ -123,6 +130,7 @@ func (s *Server) Start() {
 		panic("Server already started")
 	}
 
+	s.injectFaults()
 	if s.client == nil {
 		tr := &http.Transport{}
 		tr.DialContext = s.dialContext(tr, "80")
@@ -142,7 +150,7 @@ func (s *Server) Start() {
 // set the Transport's deprecated Dial, which then takes over, as in
 // net/http/httptest.
 func (s *Server) dialContext(tr *http.Transport, port string) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	dialer := gatenet.Dialer{}
+	dialer := gatenet.Dialer{Faults: s.Faults}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if tr.Dial != nil {
 			return tr.Dial(network, addr)
@@ -154,11 +162,22 @@ func (s *Server) dialContext(tr *http.Transport, port string) func(ctx context.C
 	}
 }
 
+// injectFaults attaches s.Faults to the listener, if set.
+func (s *Server) injectFaults() {
+	if s.Faults == nil {
+		return
+	}
+	if err := gatenet.InjectFaults(s.Listener, s.Faults); err != nil {
+		panic(fmt.Sprintf("httptest: Faults: %v", err))
+	}
+}
+
 // StartTLS starts TLS on a server from NewUnstartedServer.
 func (s *Server) StartTLS() {
 	if s.URL != "" {
 		panic("Server already started")
 	}
+	s.injectFaults()
 	if s.client == nil {
 		s.client = &http.Client{}
 	}

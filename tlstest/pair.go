@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/gatenet/gatenet/faults"
 )
 
 // HandshakeTimeout bounds the handshakes Pair and PairUnix run, and is a
@@ -28,23 +30,32 @@ const HandshakeTimeout = 30 * time.Second
 // a ClientSessionCache in it stays shared).
 func Pair(t testing.TB, server, client *tls.Config) (c, s *tls.Conn) {
 	t.Helper()
-	return pair(t, "tcp", "127.0.0.1:0", "127.0.0.1", server, client)
+	return pair(t, "tcp", "127.0.0.1:0", "127.0.0.1", server, client, nil)
+}
+
+// PairFaults is Pair with f (package faults) injected into both ends'
+// connections from their first byte, handshakes included: a TLS test
+// under short reads and writes, latency or a stall, with the real
+// *tls.Conn types.
+func PairFaults(t testing.TB, f *faults.Faults, server, client *tls.Config) (c, s *tls.Conn) {
+	t.Helper()
+	return pair(t, "tcp", "127.0.0.1:0", "127.0.0.1", server, client, f)
 }
 
 // PairUnix is Pair over a gatenet Unix stream socket whose path is in
 // t.TempDir(). The ServerName it fills in is "localhost".
 func PairUnix(t testing.TB, server, client *tls.Config) (c, s *tls.Conn) {
 	t.Helper()
-	return pair(t, "unix", socketPath(t), "localhost", server, client)
+	return pair(t, "unix", socketPath(t), "localhost", server, client, nil)
 }
 
-func pair(t testing.TB, network, address, serverName string, server, client *tls.Config) (*tls.Conn, *tls.Conn) {
+func pair(t testing.TB, network, address, serverName string, server, client *tls.Config, f *faults.Faults) (*tls.Conn, *tls.Conn) {
 	t.Helper()
 	server, client = serverConfig(server), clientConfig(client, serverName)
 	ctx, cancel := context.WithTimeout(t.Context(), HandshakeTimeout)
 	defer cancel()
 
-	ln, err := listen(ctx, network, address)
+	ln, err := listen(ctx, network, address, f)
 	if err != nil {
 		t.Fatalf("tlstest: %v", err)
 	}
@@ -69,7 +80,7 @@ func pair(t testing.TB, network, address, serverName string, server, client *tls
 		ch <- accepted{s, nil}
 	}()
 
-	raw, err := dial(ctx, network, ln.Addr().String())
+	raw, err := dial(ctx, network, ln.Addr().String(), f)
 	if err != nil {
 		ln.Close() // unblocks the Accept
 		if a := <-ch; a.conn != nil {
@@ -158,7 +169,7 @@ func socketPath(t testing.TB) string {
 // dialTLS dials address over the helpers' socket layer and runs the client
 // handshake under ctx; the connection is closed if the handshake fails.
 func dialTLS(ctx context.Context, network, address string, cfg *tls.Config) (*tls.Conn, error) {
-	raw, err := dial(ctx, network, address)
+	raw, err := dial(ctx, network, address, nil)
 	if err != nil {
 		return nil, err
 	}

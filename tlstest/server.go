@@ -59,7 +59,7 @@ func NewUnstartedServer(t testing.TB, cfg *tls.Config, handle func(*tls.Conn)) *
 	if handle == nil {
 		handle = func(c *tls.Conn) { io.Copy(c, c) }
 	}
-	ln, err := listen(context.Background(), "tcp", "127.0.0.1:0")
+	ln, err := listen(context.Background(), "tcp", "127.0.0.1:0", nil)
 	if err != nil {
 		t.Fatalf("tlstest: %v", err)
 	}

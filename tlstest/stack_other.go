@@ -5,16 +5,19 @@ package tlstest
 import (
 	"context"
 	"net"
+
+	"github.com/gatenet/gatenet/faults"
 )
 
 // listen and dial are the socket layer the helpers run on: off Linux
 // gatenet has no sockets, so package net's.
-func listen(ctx context.Context, network, address string) (net.Listener, error) {
+// Faults need gatenet's descriptors: f is ignored.
+func listen(ctx context.Context, network, address string, _ *faults.Faults) (net.Listener, error) {
 	var lc net.ListenConfig
 	return lc.Listen(ctx, network, address)
 }
 
-func dial(ctx context.Context, network, address string) (net.Conn, error) {
+func dial(ctx context.Context, network, address string, _ *faults.Faults) (net.Conn, error) {
 	var d net.Dialer
 	return d.DialContext(ctx, network, address)
 }
