@@ -328,12 +328,13 @@ func TestFaultsUDP(t *testing.T) {
 		require.NoError(t, gatenet.InjectFaults(w, f))
 		return w, r
 	}
-	// receive reads datagrams until none comes for 200 ms.
+	// receive reads datagrams until none comes for a second (longer than
+	// any delay here, so nothing still on its way is missed).
 	receive := func(r *gatenet.UDPConn) []byte {
 		var got []byte
 		buf := make([]byte, 16)
 		for {
-			r.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+			r.SetReadDeadline(time.Now().Add(time.Second))
 			n, _, err := r.ReadFromUDP(buf)
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				return got
@@ -364,7 +365,7 @@ func TestFaultsUDP(t *testing.T) {
 		require.Equal(t, []byte{0, 0, 1, 1, 2, 2, 3, 3, 4, 4}, receive(r))
 	})
 	t.Run("reorder", func(t *testing.T) {
-		f := faults.New(1, faults.Reorder{P: 0.3, Delay: 100 * time.Millisecond})
+		f := faults.New(1, faults.Reorder{P: 0.3, Delay: 300 * time.Millisecond})
 		w, r := pair(f)
 		send(w, 20)
 		got := receive(r)
