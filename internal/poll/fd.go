@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gatenet/gatenet/faults"
 	"github.com/gatenet/gatenet/pollfd"
 )
 
@@ -272,8 +273,8 @@ func (fd *FD) Read(p []byte) (int, error) { return fd.ReadContext(nil, p) }
 // ReadContext is Read whose wait for data also ends when ctx is done (nil
 // ctx: never), with ctx's error; the descriptor stays usable.
 func (fd *FD) ReadContext(ctx context.Context, p []byte) (int, error) {
-	if in := fd.injector(); in != nil {
-		return fd.readFaulty(ctx, in, p)
+	if fd.faulted() {
+		return fd.readFaulty(ctx, p)
 	}
 	if err := fd.readLock(); err != nil {
 		return 0, err
@@ -319,8 +320,8 @@ func (fd *FD) Write(p []byte) (int, error) { return fd.WriteContext(nil, p) }
 // Like ReadContext's, its loop is written out, not ioLoop's: a writer
 // parked on a peer that stopped reading is parked here.
 func (fd *FD) WriteContext(ctx context.Context, p []byte) (int, error) {
-	if in := fd.injector(); in != nil {
-		return fd.writeFaulty(ctx, in, p)
+	if fd.faulted() {
+		return fd.writeFaulty(ctx, p)
 	}
 	if err := fd.writeLock(); err != nil {
 		return 0, err
@@ -425,7 +426,10 @@ func (fd *FD) AcceptContext(ctx context.Context, rsa *unix.RawSockaddrAny) (int,
 	if err := fd.Prepare(pollfd.ModeRead); err != nil {
 		return -1, "", err
 	}
-	in := fd.injector()
+	var in *faults.Injector // nil: no faults (its Accept is nil-safe)
+	if fd.faulted() {
+		in = fd.injector()
+	}
 	for {
 		var s int
 		var err error

@@ -62,26 +62,39 @@ func (fd *FD) SetFaults(f *faults.Faults) error {
 
 // Faults returns the faults attached to fd, or nil.
 func (fd *FD) Faults() *faults.Faults {
-	if in := fd.injector(); in != nil {
+	if in := fd.injector(); in != noInjector {
 		return in.Faults()
 	}
 	return nil
 }
 
-// injector returns fd's injector, nil (after one atomic load) if none.
+// faulted reports whether faults are attached: the one atomic load every
+// I/O loop makes. The loops call the fault path only when it is true, and
+// look the injector up there, so that their own frames stay as small as
+// before (the parked stack's depth: pollfd/gate.go, "Stack depth").
+func (fd *FD) faulted() bool { return fd.flags.Load()&flagFaults != 0 }
+
+// noInjector injects nothing: what a loop that saw the flag gets if the
+// faults were detached since.
+var noInjector = func() *faults.Injector {
+	in, _ := new(faults.Faults).NewInjector(-1, false)
+	return in
+}()
+
+// injector returns fd's injector, or noInjector.
 func (fd *FD) injector() *faults.Injector {
-	if fd.flags.Load()&flagFaults == 0 {
-		return nil
+	if fd.faulted() {
+		if v, ok := injectors.Load(uintptr(unsafe.Pointer(fd))); ok {
+			return v.(*faults.Injector)
+		}
 	}
-	if v, ok := injectors.Load(uintptr(unsafe.Pointer(fd))); ok {
-		return v.(*faults.Injector)
-	}
-	return nil
+	return noInjector
 }
 
 // dropFaults forgets fd's injector; destroy and finalize call it.
 func (fd *FD) dropFaults() {
-	if fd.flags.Load()&flagFaults != 0 {
+	if fd.faulted() {
+		fd.flags.And(^uint32(flagFaults))
 		injectors.Delete(uintptr(unsafe.Pointer(fd)))
 	}
 }
@@ -168,7 +181,8 @@ func (fd *FD) faultCall(in *faults.Injector, mode pollfd.Mode, first bool, size 
 }
 
 // readFaulty is ReadContext under a fault layer.
-func (fd *FD) readFaulty(ctx context.Context, in *faults.Injector, p []byte) (int, error) {
+func (fd *FD) readFaulty(ctx context.Context, p []byte) (int, error) {
+	in := fd.injector()
 	if err := fd.readLock(); err != nil {
 		return 0, err
 	}
@@ -201,7 +215,8 @@ func (fd *FD) readFaulty(ctx context.Context, in *faults.Injector, p []byte) (in
 }
 
 // writeFaulty is WriteContext under a fault layer.
-func (fd *FD) writeFaulty(ctx context.Context, in *faults.Injector, p []byte) (int, error) {
+func (fd *FD) writeFaulty(ctx context.Context, p []byte) (int, error) {
+	in := fd.injector()
 	if err := fd.writeLock(); err != nil {
 		return 0, err
 	}
@@ -241,10 +256,10 @@ func (fd *FD) writeFaulty(ctx context.Context, in *faults.Injector, p []byte) (i
 
 // writevFaulty is Writev under a fault layer: each buffer written by
 // writeFaulty in turn, *v consumed as Writev consumes it.
-func (fd *FD) writevFaulty(in *faults.Injector, v *[][]byte) (int64, error) {
+func (fd *FD) writevFaulty(v *[][]byte) (int64, error) {
 	var total int64
 	for len(*v) > 0 {
-		n, err := fd.writeFaulty(nil, in, (*v)[0])
+		n, err := fd.writeFaulty(nil, (*v)[0])
 		total += int64(n)
 		if err != nil {
 			(*v)[0] = (*v)[0][n:]

@@ -34,8 +34,8 @@ func ioLoop[T any](fd *FD, mode pollfd.Mode, call func() (T, error)) (T, error) 
 	if err := fd.Prepare(mode); err != nil {
 		return v, err
 	}
-	if in := fd.injector(); in != nil && mode == pollfd.ModeRead && !fd.isStream {
-		return recvFaulty(fd, in, call)
+	if fd.faulted() && mode == pollfd.ModeRead && !fd.isStream {
+		return recvFaulty(fd, fd.injector(), call)
 	}
 	for {
 		v, err := call()
@@ -117,7 +117,8 @@ func (fd *FD) ReadMsg(p, oob []byte, flags int) (n, oobn, recvflags int, sa unix
 
 // WriteTo wraps sendto(2). On success it reports len(p).
 func (fd *FD) WriteTo(p []byte, sa unix.Sockaddr) (int, error) {
-	if in := fd.injector(); in != nil && !fd.isStream {
+	if fd.faulted() && !fd.isStream {
+		in := fd.injector()
 		send := func(p, _ []byte) (int, error) { return len(p), unix.Sendto(fd.Sysfd, p, 0, sa) }
 		return fd.sendFaultyLocked(in, p, nil, send, func() sendFunc { return send })
 	}
@@ -161,7 +162,8 @@ func (fd *FD) ReadMsgRaw(p, oob []byte, flags int, from *unix.RawSockaddrAny) (n
 // directly and reports the payload bytes sent and len(oob), as
 // internal/poll's WriteMsg does.
 func (fd *FD) WriteMsgRaw(p, oob []byte, sa unsafe.Pointer, salen uint32) (int, int, error) {
-	if in := fd.injector(); in != nil && !fd.isStream {
+	if fd.faulted() && !fd.isStream {
+		in := fd.injector()
 		n, err := fd.sendFaultyLocked(in, p, oob, func(p, oob []byte) (int, error) {
 			return sendmsgRaw(fd.Sysfd, p, oob, sa, salen)
 		}, func() sendFunc {
@@ -213,7 +215,8 @@ func msghdr(iov *unix.Iovec, oob []byte) (msg unix.Msghdr) {
 // bytes at sa (a caller's stack variable), so that no unix.Sockaddr is
 // allocated. It wraps sendto(2) directly; on success it reports len(p).
 func (fd *FD) WriteToRaw(p []byte, sa unsafe.Pointer, salen uint32) (int, error) {
-	if in := fd.injector(); in != nil && !fd.isStream {
+	if fd.faulted() && !fd.isStream {
+		in := fd.injector()
 		return fd.sendFaultyLocked(in, p, nil, func(p, _ []byte) (int, error) {
 			return sendmsgRaw(fd.Sysfd, p, nil, sa, salen)
 		}, func() sendFunc {
@@ -239,7 +242,8 @@ func (fd *FD) WriteToRaw(p []byte, sa unsafe.Pointer, salen uint32) (int, error)
 // WriteMsg wraps sendmsg(2). It reports the payload bytes sent and
 // len(oob), as internal/poll's WriteMsg does.
 func (fd *FD) WriteMsg(p, oob []byte, sa unix.Sockaddr) (int, int, error) {
-	if in := fd.injector(); in != nil && !fd.isStream {
+	if fd.faulted() && !fd.isStream {
+		in := fd.injector()
 		send := func(p, oob []byte) (int, error) { return unix.SendmsgN(fd.Sysfd, p, oob, sa, 0) }
 		n, err := fd.sendFaultyLocked(in, p, oob, send, func() sendFunc { return send })
 		if err != nil {

@@ -28,8 +28,8 @@ var iovecPool = sync.Pool{New: func() any { return new([]unix.Iovec) }}
 // per descriptor; gatenet keeps that pointer out of every connection):
 // no allocation once the pool is warm.
 func (fd *FD) Writev(v *[][]byte) (int64, error) {
-	if in := fd.injector(); in != nil {
-		return fd.writevFaulty(in, v)
+	if fd.faulted() {
+		return fd.writevFaulty(v)
 	}
 	if err := fd.writeLock(); err != nil {
 		return 0, err
@@ -116,10 +116,10 @@ func consume(v *[][]byte, n int64) {
 // Readv wraps readv(2): one call filling the buffers in order, polled like
 // Read. Empty buffers are skipped; a zero total returns (0, nil).
 func (fd *FD) Readv(bufs [][]byte) (int, error) {
-	if in := fd.injector(); in != nil {
+	if fd.faulted() {
 		for _, b := range bufs {
 			if len(b) > 0 {
-				return fd.readFaulty(nil, in, b) // one buffer at a time: a short read, as readv may give
+				return fd.readFaulty(nil, b) // one buffer at a time: a short read, as readv may give
 			}
 		}
 		return 0, nil
