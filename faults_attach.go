@@ -5,6 +5,7 @@ package gatenet
 import (
 	"fmt"
 	"os"
+	"reflect"
 	"sync"
 
 	"github.com/gatenet/gatenet/faults"
@@ -53,39 +54,40 @@ func InjectFaults(x any, f *faults.Faults) error {
 
 // pollFDOf returns the descriptor inside x, or nil.
 func pollFDOf(x any) *poll.FD {
-	var nfd *netFD
+	if v := reflect.ValueOf(x); v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil // a typed nil: the promoted netFDOf would dereference it
+	}
 	switch v := x.(type) {
-	case *TCPConn:
-		if v.ok() {
-			nfd = v.fd
-		}
-	case *UnixConn:
-		if v.ok() {
-			nfd = v.fd
-		}
-	case *UDPConn:
-		if v.ok() {
-			nfd = v.fd
-		}
-	case *IPConn:
-		if v.ok() {
-			nfd = v.fd
-		}
-	case *TCPListener:
-		if v.ok() {
-			nfd = v.fd
-		}
-	case *UnixListener:
-		if v.ok() {
-			nfd = v.fd
+	case interface{ netFDOf() *netFD }: // the conns (through conn) and listeners
+		if nfd := v.netFDOf(); nfd != nil {
+			return &nfd.pfd
 		}
 	case *File:
 		if v != nil && v.fd != nil {
 			return v.fd
 		}
 	}
-	if nfd == nil {
+	return nil
+}
+
+// netFDOf returns the descriptor of c, nil for a nil or zero conn.
+func (c *conn) netFDOf() *netFD {
+	if !c.ok() {
 		return nil
 	}
-	return &nfd.pfd
+	return c.fd
+}
+
+func (l *TCPListener) netFDOf() *netFD {
+	if !l.ok() {
+		return nil
+	}
+	return l.fd
+}
+
+func (l *UnixListener) netFDOf() *netFD {
+	if !l.ok() {
+		return nil
+	}
+	return l.fd
 }

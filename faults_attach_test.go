@@ -400,6 +400,10 @@ func TestInjectFaultsBadInput(t *testing.T) {
 	var std net.Conn = &net.TCPConn{}
 	require.ErrorContains(t, gatenet.InjectFaults(std, f), "not a gatenet conn")
 	require.Error(t, gatenet.InjectFaults(nil, f))
+	require.Error(t, gatenet.InjectFaults((*gatenet.TCPConn)(nil), f))
+	require.Error(t, gatenet.InjectFaults((*gatenet.UnixListener)(nil), f))
+	require.Error(t, gatenet.InjectFaults((*gatenet.File)(nil), f))
+	require.Error(t, gatenet.InjectFaults(&gatenet.UDPConn{}, f), "a zero conn")
 	c, _ := testutil.TCPPair(t)
 	require.ErrorContains(t, gatenet.InjectFaults(c, faults.New(1, faults.Slicer{Min: 5, Max: 1})), "Min")
 	require.NoError(t, c.Close())
