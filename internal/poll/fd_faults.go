@@ -118,7 +118,9 @@ func (fd *FD) kickAfter(mode pollfd.Mode, d time.Duration) {
 
 // shut does to the socket what a ResetAfter or CloseAfter asks for. A TCP
 // socket is reset by connect(AF_UNSPEC), which sends a RST and leaves the
-// descriptor open; anything else is shut down both ways.
+// descriptor open; any other socket is shut down both ways. A pipe end
+// cannot be shut down (ENOTSOCK, ignored) and closing it is not ours to
+// do: only this end's later calls fail, with the injector's ECONNRESET.
 func (fd *FD) shut(s faults.Shutdown) {
 	switch s {
 	case faults.ShutWrite:
@@ -129,12 +131,7 @@ func (fd *FD) shut(s faults.Shutdown) {
 			unix.Syscall(unix.SYS_CONNECT, uintptr(fd.Sysfd), uintptr(unsafe.Pointer(&sa)), unsafe.Sizeof(sa))
 			return
 		}
-		if unix.Shutdown(fd.Sysfd, unix.SHUT_RDWR) == unix.ENOTSOCK {
-			// A pipe end cannot be shut down: closing it is not ours to do,
-			// so this end's later calls fail (ECONNRESET) and the peer sees
-			// nothing until Close.
-			return
-		}
+		unix.Shutdown(fd.Sysfd, unix.SHUT_RDWR)
 	}
 }
 
@@ -226,7 +223,7 @@ func (fd *FD) writeFaulty(ctx context.Context, p []byte) (int, error) {
 	}
 	if !fd.isStream {
 		send := func(b, _ []byte) (int, error) { return ignoringEINTRIO(unix.Write, fd.Sysfd, b) }
-		return fd.sendFaulty(in, p, nil, send, func() sendFunc { return send })
+		return fd.sendFaulty(ctx, in, p, nil, send, func() sendFunc { return send })
 	}
 	var nn int
 	for first := true; ; first = false {
@@ -280,7 +277,7 @@ type sendFunc func(p, oob []byte) (int, error)
 // (so that datagrams written after it overtake it) from copies of p and
 // oob by the sendFunc keep returns, which must not refer to the caller's
 // memory.
-func (fd *FD) sendFaulty(in *faults.Injector, p, oob []byte, send sendFunc, keep func() sendFunc) (int, error) {
+func (fd *FD) sendFaulty(ctx context.Context, in *faults.Injector, p, oob []byte, send sendFunc, keep func() sendFunc) (int, error) {
 	for first := true; ; first = false {
 		n, err, dropped := fd.faultCall(in, pollfd.ModeWrite, first, len(p), func(int) (int, error) {
 			dup, delay := in.Datagram()
@@ -301,7 +298,7 @@ func (fd *FD) sendFaulty(in *faults.Injector, p, oob []byte, send sendFunc, keep
 			continue
 		}
 		if err == unix.EAGAIN {
-			if err = fd.Wait(pollfd.ModeWrite); err == nil {
+			if err = fd.waitContext(ctx, pollfd.ModeWrite); err == nil {
 				continue
 			}
 		}
@@ -319,7 +316,7 @@ func (fd *FD) sendFaultyLocked(in *faults.Injector, p, oob []byte, send sendFunc
 	if err := fd.Prepare(pollfd.ModeWrite); err != nil {
 		return 0, err
 	}
-	return fd.sendFaulty(in, p, oob, send, keep)
+	return fd.sendFaulty(nil, in, p, oob, send, keep)
 }
 
 // sendLater sends p and oob with send after delay, if fd is still open
