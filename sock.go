@@ -296,8 +296,8 @@ var aLongTimeAgo = time.Unix(1, 0)
 // peer's address when it had to ask for it (nil otherwise).
 func (fd *netFD) connect(ctx context.Context, ra unix.Sockaddr) (peer unix.Sockaddr, ret error) {
 	pfd := &fd.pfd
-	// Forget the readiness reported when the socket was registered: the
-	// wait below is for the connect's own edge.
+	// Fail fast if closing, and forget any earlier edge: the wait below is
+	// for the connect's own.
 	if err := pfd.Prepare(pollfd.ModeWrite); err != nil {
 		return nil, err
 	}
@@ -323,6 +323,17 @@ func (fd *netFD) connect(ctx context.Context, ra unix.Sockaddr) (peer unix.Socka
 	default:
 		return nil, os.NewSyscallError("connect", err)
 	}
+	// A connect to this host has usually finished inside connect(2),
+	// though it reported EINPROGRESS: look once (SO_ERROR, then the peer,
+	// the two calls the wait's end makes anyway) before arming the
+	// deadline and parking, where a park costs a wake-up and a trip
+	// through the drain loop.
+	if peer, done, err := connectResult(pfd.Sysfd); done {
+		if err == nil && ctx.Err() != nil {
+			return nil, mapContextErr(ctx.Err())
+		}
+		return peer, err
+	}
 	if deadline, ok := ctx.Deadline(); ok {
 		pfd.SetDeadline(deadline, pollfd.ModeWrite)
 		defer pfd.SetDeadline(time.Time{}, pollfd.ModeWrite)
@@ -343,38 +354,42 @@ func (fd *netFD) connect(ctx context.Context, ra unix.Sockaddr) (peer unix.Socka
 			}
 		}
 	}()
-	// A connect to this host has usually finished inside connect(2):
-	// look once before parking (a ppoll, where a park costs a wake-up and
-	// a trip through the drain loop). Anything else waits as net's does.
-	done, _ := poll.PollNow(pfd.Sysfd, unix.POLLOUT)
 	for {
-		if !done {
-			if err := pfd.Wait(pollfd.ModeWrite); err != nil {
-				if ctx.Err() != nil {
-					return nil, mapContextErr(ctx.Err())
-				}
-				return nil, err
+		if err := pfd.Wait(pollfd.ModeWrite); err != nil {
+			if ctx.Err() != nil {
+				return nil, mapContextErr(ctx.Err())
 			}
+			return nil, err
 		}
-		done = false
-		nerr, err := unix.GetsockoptInt(pfd.Sysfd, unix.SOL_SOCKET, unix.SO_ERROR)
-		if err != nil {
-			return nil, os.NewSyscallError("getsockopt", err)
+		if peer, done, err := connectResult(pfd.Sysfd); done {
+			return peer, err
 		}
-		switch e := syscall.Errno(nerr); e {
-		case unix.EINPROGRESS, unix.EALREADY, unix.EINTR:
-			continue // spurious wake-up
-		case unix.EISCONN:
-			return nil, nil
-		case 0:
-			// SO_ERROR is 0 also before the connect has finished; only
-			// a peer name proves it did.
-			if peer, err := getpeername(pfd.Sysfd); err == nil {
-				return peer, nil
-			}
-		default:
-			return nil, os.NewSyscallError("connect", e)
+		// Not finished: a spurious wake-up.
+	}
+}
+
+// connectResult reports whether the non-blocking connect on fd has
+// finished and how: getsockopt(SO_ERROR) for a failure, then
+// getpeername(2), since SO_ERROR is 0 also while the handshake is still
+// in flight and only a peer name proves it is done. peer is the peer's
+// address when it was learnt.
+func connectResult(fd int) (peer unix.Sockaddr, done bool, err error) {
+	nerr, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ERROR)
+	if err != nil {
+		return nil, true, os.NewSyscallError("getsockopt", err)
+	}
+	switch e := syscall.Errno(nerr); e {
+	case unix.EINPROGRESS, unix.EALREADY, unix.EINTR:
+		return nil, false, nil
+	case unix.EISCONN:
+		return nil, true, nil
+	case 0:
+		if peer, err := getpeername(fd); err == nil {
+			return peer, true, nil
 		}
+		return nil, false, nil
+	default:
+		return nil, true, os.NewSyscallError("connect", e)
 	}
 }
 

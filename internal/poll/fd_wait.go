@@ -132,7 +132,3 @@ func pollNow(fd int, events int16) (bool, error) {
 		return n > 0 && pfd.Revents&(events|unix.POLLERR|unix.POLLHUP|unix.POLLNVAL) != 0, nil
 	}
 }
-
-// PollNow is pollNow for the root package's socket code: whether fd is
-// ready for events now (ppoll(2) with a zero timeout).
-func PollNow(fd int, events int16) (bool, error) { return pollNow(fd, events) }
