@@ -134,7 +134,7 @@ func (d *Desc) registerLocked(g *gate, cg *ctxGate, ctx context.Context, done <-
 func (d *Desc) register(g *gate, cg *ctxGate, ctx context.Context, done <-chan struct{}) {
 	stop := context.AfterFunc(ctx, func() { d.contextDone(g, done) })
 	d.mu.Lock()
-	if cg.done == done && cg.stop == nil && !d.closing {
+	if cg.done == done && cg.stop == nil && !d.is(descClosing) {
 		cg.stop = stop
 		stop = nil
 	}

@@ -82,7 +82,7 @@ func (d *Desc) SetDeadline(t time.Time, mode Mode) error {
 	now := nanotime()
 	woke := 0
 	d.mu.Lock()
-	if d.closing {
+	if d.is(descClosing) {
 		d.mu.Unlock()
 		return ErrClosing
 	}
@@ -141,7 +141,7 @@ func (d *Desc) deadlineFired(g *gate) {
 	now := nanotime()
 	d.mu.Lock()
 	gt := g.dl // made before the timer was
-	if d.closing || gt.armed != gt.seq || gt.deadline == 0 || now < gt.deadline {
+	if d.is(descClosing) || gt.armed != gt.seq || gt.deadline == 0 || now < gt.deadline {
 		d.mu.Unlock() // stale: re-armed, cleared or unblocked since
 		return
 	}

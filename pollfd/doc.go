@@ -8,7 +8,8 @@
 //	runtimeNano            monotonic clock (time.Since of a fixed base)
 //	pollServerInit         New, or the lazily created Default poller
 //	pollOpen               (*Poller).Open: table entry, then EPOLL_CTL_ADD
-//	pollClose              (*Desc).Close: requires Unblock; EPOLL_CTL_DEL
+//	                       (OpenLazy: the ADD at the first wait, for sockets)
+//	pollClose              (*Desc).Close: requires Unblock; EPOLL_CTL_DEL if added
 //	pollWait               (*Desc).Wait: closing > timeout > event error, then Ready, else park
 //	pollWaitCanceled       no caller on Linux
 //	pollReset              (*Desc).Prepare: fail fast or clear Ready

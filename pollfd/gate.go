@@ -36,8 +36,16 @@ package pollfd
 //	dl       the deadline's timer and its generation (gateTimer,
 //	         deadline.go), made by the gate's first deadline in the future.
 //
-// The Desc adds closing (set once by Unblock, never cleared) and eventErr
-// (the last event was exactly EPOLLERR; any other event clears it).
+// The Desc adds its state bits, written under mu and read under it, but
+// for inSet:
+//
+//	closing  set once by Unblock, never cleared.
+//	closed   set once by Close.
+//	eventErr the last event was exactly EPOLLERR; any other event clears it.
+//	inSet    the descriptor is in the epoll set: from Open on, or, opened
+//	         with OpenLazy, from its first wait or watch (join), set right
+//	         after the EPOLL_CTL_ADD; Close deletes it from the set only
+//	         then. A wait reads it without mu, to join before it harvests.
 //
 // What few descriptors need is kept out of the Desc: the wake channel and
 // the slot are the gate's altPark, in the Desc's descExt with a
@@ -103,6 +111,16 @@ package pollfd
 //     were read (the drain loop lags the syscall); a later Wait then
 //     returns at once, the retried syscall sees EAGAIN and Wait parks: a
 //     spurious wake-up, harmless, exactly as with the runtime's poller.
+//   - Joining late. A lazy Desc joins the epoll set when it first waits
+//     (or is watched), after its syscall saw EAGAIN, and before the
+//     harvest; EPOLL_CTL_ADD queues an event at once if the descriptor is
+//     ready by then, so readiness that arrived between the EAGAIN and the
+//     join is an edge like any other, which that harvest or the drain
+//     loop delivers. Before the join no event can name the Desc, so none
+//     is missed: Prepare clears ready anyway. A join cannot follow Close:
+//     it needs closing unset, under mu, and Close needs it set. Two
+//     waiters (a reader and a writer) joining at once serialise on mu and
+//     the second finds inSet.
 //   - Stale events. The drain loop finds a Desc by token (table.go); once
 //     Close has removed it, its events are dropped, and a reused fd number
 //     gets a new token.
@@ -139,9 +157,36 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
+
+// Desc.state bits (see the top of this file).
+const (
+	descClosing uint32 = 1 << iota
+	descClosed
+	descEventErr
+	descInSet
+)
+
+// is reports whether state bit b is set.
+func (d *Desc) is(b uint32) bool { return d.state.Load()&b != 0 }
+
+// setLocked sets state bit b to on. Called with mu held, so a plain load
+// and store suffice; it stores only on a change (deliver calls it for
+// every event).
+func (d *Desc) setLocked(b uint32, on bool) {
+	s := d.state.Load()
+	if n := s &^ b; on {
+		n |= b
+		if n != s {
+			d.state.Store(n)
+		}
+	} else if n != s {
+		d.state.Store(n)
+	}
+}
 
 type gate struct {
 	ready    bool
@@ -161,13 +206,11 @@ type Desc struct {
 	token uint64 // set by table.insert before publication; immutable
 	fd    int32
 
-	closing  bool
-	closed   bool
-	eventErr bool
-	mu       sync.Mutex
-	rg, wg   gate
-	ext      *descExt // made on first use (see the top of this file)
-	ctx      *descCtx // context registrations (ctxwait.go)
+	state  atomic.Uint32 // descClosing, descClosed, descEventErr, descInSet
+	mu     sync.Mutex
+	rg, wg gate
+	ext    *descExt // made on first use (see the top of this file)
+	ctx    *descCtx // context registrations (ctxwait.go)
 }
 
 // descExt holds what few descriptors need: a ReadyList's watch and the
@@ -232,13 +275,13 @@ func (d *Desc) gate(mode Mode) *gate {
 // check is netpollcheckerr: closing beats timeout beats an event error,
 // and the event error concerns reads only. Called with mu held.
 func (d *Desc) check(mode Mode, g *gate) error {
-	if d.closing {
+	if d.is(descClosing) {
 		return ErrClosing
 	}
 	if g.expired {
 		return ErrTimeout
 	}
-	if mode == ModeRead && d.eventErr {
+	if mode == ModeRead && d.is(descEventErr) {
 		return ErrNotPollable
 	}
 	return nil
@@ -270,6 +313,11 @@ func (d *Desc) Prepare(mode Mode) error {
 // returns at once. It mirrors the runtime's pollWait, including re-parking
 // after a wake that found neither readiness nor an error.
 func (d *Desc) Wait(mode Mode) error {
+	if !d.is(descInSet) {
+		if err := d.join(mode); err != nil {
+			return err
+		}
+	}
 	return d.wait(mode, d.harvest())
 }
 
@@ -302,13 +350,20 @@ func (d *Desc) harvest() (busy bool) {
 // WaitContext is called returns its error without waiting.
 func (d *Desc) WaitContext(ctx context.Context, mode Mode) error {
 	done := ctx.Done()
+	if done != nil {
+		select {
+		case <-done:
+			return ctx.Err()
+		default:
+		}
+	}
+	if !d.is(descInSet) {
+		if err := d.join(mode); err != nil {
+			return err
+		}
+	}
 	if done == nil {
 		return d.wait(mode, d.harvest()) // not Wait: one frame less under the park
-	}
-	select {
-	case <-done:
-		return ctx.Err()
-	default:
 	}
 	d.harvest()
 	if err := d.waitCancelable(mode, ctx); err != errDone {
@@ -427,7 +482,7 @@ func (d *Desc) deliver(events uint32) {
 	woke := 0
 	d.mu.Lock()
 	d.shard.stats.events.Add(1)
-	d.eventErr = events == unix.EPOLLERR
+	d.setLocked(descEventErr, events == unix.EPOLLERR)
 	if events&readEvents != 0 {
 		d.rg.ready = true
 		if d.wakeLocked(&d.rg) {
@@ -474,11 +529,11 @@ func (d *Desc) Kick(mode Mode) {
 func (d *Desc) Unblock() {
 	woke := 0
 	d.mu.Lock()
-	if d.closing {
+	if d.is(descClosing) {
 		d.mu.Unlock()
 		return
 	}
-	d.closing = true
+	d.setLocked(descClosing, true)
 	d.unwatchLocked()
 	for _, g := range [2]*gate{&d.rg, &d.wg} {
 		g.dl.cancel()
@@ -498,30 +553,33 @@ func (d *Desc) Unblock() {
 	}
 }
 
-// Close removes the descriptor from the epoll set (EPOLL_CTL_DEL) and from
-// the token table. It does not close the fd: the caller does, afterwards,
+// Close removes the descriptor from the epoll set (EPOLL_CTL_DEL, if it
+// joined it) and from the token table. It does not close the fd: the caller does, afterwards,
 // so the number is not reused while it is still registered. Close requires
 // a prior Unblock and no parked waiter (the runtime throws for both; this
 // returns ErrNotClosing or ErrWaiters). A second Close returns ErrClosing.
 func (d *Desc) Close() error {
 	d.mu.Lock()
 	switch {
-	case !d.closing:
+	case !d.is(descClosing):
 		d.mu.Unlock()
 		return ErrNotClosing
 	case d.rg.waiting || d.wg.waiting:
 		d.mu.Unlock()
 		return ErrWaiters
-	case d.closed:
+	case d.is(descClosed):
 		d.mu.Unlock()
 		return ErrClosing
 	}
-	d.closed = true
+	d.setLocked(descClosed, true)
+	inSet := d.is(descInSet)
 	d.mu.Unlock()
 	p := d.shard
 	// The errno is ignored as the runtime ignores netpollclose's: the fd may
 	// already be gone from the set (closed elsewhere, or a dup still open).
-	_ = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, int(d.fd), &unix.EpollEvent{})
+	if inSet {
+		_ = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, int(d.fd), &unix.EpollEvent{})
+	}
 	p.table.remove(d)
 	if p.stats.registered.Add(-1) == 0 {
 		p.loop.unregistered(p)

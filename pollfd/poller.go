@@ -91,12 +91,14 @@ func New(opts Options) (*Poller, error) {
 // returned in an *os.SyscallError: EPERM means the descriptor cannot be
 // polled (a regular file or a directory) and the caller falls back to
 // blocking I/O.
-func (p *Poller) Open(fd int) (*Desc, error) {
-	s := p.shards[0]
-	if len(p.shards) > 1 {
-		s = p.shards[int(p.next.Add(1))%len(p.shards)]
+func (p *Poller) Open(fd int) (*Desc, error) { return p.nextShard().open(fd, false) }
+
+// nextShard is the round-robin choice of Open.
+func (p *Poller) nextShard() *shard {
+	if len(p.shards) == 1 {
+		return p.shards[0]
 	}
-	return s.open(fd)
+	return p.shards[int(p.next.Add(1))%len(p.shards)]
 }
 
 // OpenShard is Open on shard i (modulo the shard count): for keeping
@@ -106,7 +108,23 @@ func (p *Poller) OpenShard(fd, i int) (*Desc, error) {
 	if i < 0 {
 		i = -i
 	}
-	return p.shards[i%len(p.shards)].open(fd)
+	return p.shards[i%len(p.shards)].open(fd, false)
+}
+
+// OpenLazy is Open (shard < 0) or OpenShard for a descriptor the caller
+// knows epoll accepts, such as a socket: the Desc joins the epoll set
+// (EPOLL_CTL_ADD) only when a goroutine first waits on it or a ReadyList
+// first watches it, and one closed before that is never added or deleted.
+// A server connection accepted, served without blocking and closed, or a
+// connect that finished inside connect(2), then costs no epoll_ctl at all.
+// Readiness is never lost: a wait joins after its system call saw EAGAIN,
+// and the kernel reports at EPOLL_CTL_ADD any readiness that arrived
+// since. A failure to join is the error of that first wait.
+func (p *Poller) OpenLazy(fd, shard int) (*Desc, error) {
+	if shard < 0 {
+		return p.nextShard().open(fd, true)
+	}
+	return p.shards[shard%len(p.shards)].open(fd, true)
 }
 
 // Shards reports how many epoll instances the poller has.

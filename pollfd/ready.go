@@ -62,9 +62,14 @@ type watch struct {
 // it reported probes the descriptor after Watch and calls NotifyReady if
 // it is readable. cookie is what Next returns for d.
 func (d *Desc) Watch(l *ReadyList, cookie any) error {
+	if !d.is(descInSet) {
+		if err := d.join(0); err != nil {
+			return err
+		}
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.closing {
+	if d.is(descClosing) {
 		return ErrClosing
 	}
 	w := &d.extLocked().watch
@@ -117,7 +122,7 @@ func (d *Desc) NotifyReady() {
 // reportLocked queues d if it is armed. Called with d.mu held.
 func (d *Desc) reportLocked() {
 	w := d.watchLocked()
-	if w == nil || !w.armed || d.closing {
+	if w == nil || !w.armed || d.is(descClosing) {
 		return
 	}
 	w.armed, w.queued = false, true
@@ -179,7 +184,7 @@ func (l *ReadyList) Next(ctx context.Context) (any, error) {
 		}
 		d.mu.Lock()
 		w := d.watchLocked()
-		if w == nil || w.list != l || !w.queued || d.closing {
+		if w == nil || w.list != l || !w.queued || d.is(descClosing) {
 			d.mu.Unlock() // unwatched or closed since it was queued
 			continue
 		}

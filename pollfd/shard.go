@@ -72,8 +72,9 @@ func (s *shard) init() error {
 	return s.initErr
 }
 
-// open is pollOpen: table entry first, then EPOLL_CTL_ADD.
-func (s *shard) open(fd int) (*Desc, error) {
+// open is pollOpen: table entry first, then EPOLL_CTL_ADD, unless lazy
+// (OpenLazy), when the Desc joins the epoll set at its first wait.
+func (s *shard) open(fd int, lazy bool) (*Desc, error) {
 	if err := s.init(); err != nil {
 		return nil, err
 	}
@@ -87,11 +88,11 @@ func (s *shard) open(fd int) (*Desc, error) {
 	if !s.table.insert(d) {
 		return nil, os.NewSyscallError("epoll_ctl", unix.ENOSPC)
 	}
-	ev := unix.EpollEvent{Events: registerEvents}
-	setToken(&ev, d.token)
-	if err := unix.EpollCtl(s.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
-		s.table.remove(d)
-		return nil, os.NewSyscallError("epoll_ctl", err)
+	if !lazy {
+		if err := d.join(0); err != nil {
+			s.table.remove(d)
+			return nil, err
+		}
 	}
 	s.stats.registered.Add(1)
 	s.loop.registered(s)

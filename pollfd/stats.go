@@ -9,6 +9,7 @@ import (
 
 type counters struct {
 	registered       atomic.Int64
+	epollAdds        atomic.Uint64
 	drainLoops       atomic.Int64
 	drainStarts      atomic.Uint64
 	epollWaits       atomic.Uint64
@@ -60,6 +61,7 @@ func (s *shard) snapshot() Stats {
 	c := &s.stats
 	st := Stats{
 		Registered:       c.registered.Load(),
+		EpollAdds:        c.epollAdds.Load(),
 		DrainLoops:       c.drainLoops.Load(),
 		DrainStarts:      c.drainStarts.Load(),
 		EpollWaits:       c.epollWaits.Load(),

@@ -23,6 +23,7 @@ func New(Options) (*Poller, error)                      { return nil, errors.Err
 func (p *Poller) Options() Options                      { return p.opts }
 func (p *Poller) Open(int) (*Desc, error)               { return nil, errors.ErrUnsupported }
 func (p *Poller) OpenShard(int, int) (*Desc, error)     { return nil, errors.ErrUnsupported }
+func (p *Poller) OpenLazy(int, int) (*Desc, error)      { return nil, errors.ErrUnsupported }
 func (p *Poller) Shards() int                           { return 0 }
 func (p *Poller) Close() error                          { return nil }
 func (p *Poller) ShardStats() []Stats                   { return nil }

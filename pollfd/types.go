@@ -143,7 +143,10 @@ func ParseOptions(s string) (Options, error) {
 // bumped on paths that already take a lock or make a system call, cheap
 // enough to leave on.
 type Stats struct {
-	Registered  int64  // descriptors registered now
+	Registered int64 // descriptors registered now
+	// EpollAdds counts EPOLL_CTL_ADDs: one per Open, and one per OpenLazy
+	// descriptor that was ever waited on or watched.
+	EpollAdds   uint64
 	DrainLoops  int64  // drain goroutines running now (only while descriptors are registered; drain.go)
 	DrainStarts uint64 // drain goroutines started
 	EpollWaits  uint64 // epoll_wait returns in the drain loop
@@ -177,6 +180,7 @@ type Stats struct {
 
 func (t *Stats) add(s Stats) {
 	t.Registered += s.Registered
+	t.EpollAdds += s.EpollAdds
 	t.DrainLoops += s.DrainLoops
 	t.DrainStarts += s.DrainStarts
 	t.EpollWaits += s.EpollWaits

@@ -170,6 +170,7 @@ func addPollerCounts(r *Result, before, after pollfd.Stats) {
 	r.Extra["drain_waits_per_op"] = per(after.EpollWaits, before.EpollWaits)
 	r.Extra["harvests_per_op"] = per(after.Harvests, before.Harvests)
 	r.Extra["harvests_deferred_per_op"] = per(after.HarvestsDeferred, before.HarvestsDeferred)
+	r.Extra["epoll_adds_per_op"] = per(after.EpollAdds, before.EpollAdds)
 }
 
 // Contenders returns baseline followed by the GATENET_POLLER name of every

@@ -72,13 +72,15 @@ const maxRW = 1 << 30
 // internal/poll's Init does, and a file treats it as harmless.
 func NewFile(sysfd int, p *pollfd.Poller, pollable bool) (*FD, error) {
 	fd := &FD{isFile: true, isStream: true, zeroReadIsEOF: true}
-	return fd, fd.init(sysfd, p, AnyShard, pollable)
+	return fd, fd.init(sysfd, p, AnyShard, pollable, false)
 }
 
 // InitSocket makes a zero FD, in place, the socket sysfd of type sotype
 // (net's errors; capped reads and writes on a stream; a 0-byte read is EOF
 // but on a datagram or raw socket, as net's newFD decides), registered
-// with p on shard (pollfd.Poller.OpenShard; AnyShard spreads). In place
+// with p on shard (pollfd.Poller.OpenShard; AnyShard spreads), lazily: a
+// socket joins the epoll set at its first wait (pollfd.Poller.OpenLazy),
+// so one served and closed without blocking makes no epoll_ctl. In place
 // because a socket's FD lives in its netFD, one allocation for both (an
 // idle server holds one per connection); the FD must be the netFD's first
 // field (see init). The registration error is returned; a socket treats
@@ -86,18 +88,23 @@ func NewFile(sysfd int, p *pollfd.Poller, pollable bool) (*FD, error) {
 func (fd *FD) InitSocket(sysfd, sotype int, p *pollfd.Poller, shard int) error {
 	fd.isStream = sotype == unix.SOCK_STREAM
 	fd.zeroReadIsEOF = sotype != unix.SOCK_DGRAM && sotype != unix.SOCK_RAW
-	return fd.init(sysfd, p, shard, true)
+	return fd.init(sysfd, p, shard, true, true)
 }
 
 // init registers sysfd with p, on shard, if pollable; the kind fields
-// (isFile, isStream, zeroReadIsEOF) are already set.
-func (fd *FD) init(sysfd int, p *pollfd.Poller, shard int, pollable bool) error {
+// (isFile, isStream, zeroReadIsEOF) are already set. lazy defers the
+// epoll registration to the first wait (pollfd.Poller.OpenLazy): for a
+// socket, which epoll always accepts.
+func (fd *FD) init(sysfd int, p *pollfd.Poller, shard int, pollable, lazy bool) error {
 	fd.Sysfd = sysfd
 	var err error
 	switch {
-	case pollable && shard == AnyShard:
+	case !pollable:
+	case lazy:
+		fd.pd, err = p.OpenLazy(sysfd, shard)
+	case shard == AnyShard:
 		fd.pd, err = p.Open(sysfd)
-	case pollable:
+	default:
 		fd.pd, err = p.OpenShard(sysfd, shard)
 	}
 	if fd.pd == nil {
