@@ -2,13 +2,14 @@
 
 package gatenet_test
 
-// Dialing: cancellation and timeouts while connect(2) is pending, and the
+// Dialing: cancellation and timeouts while connect(2) is pending, the
 // errors of malformed, unknown and unreachable addresses, each compared
-// with net's.
+// with net's, and when a connection's sockets join the epoll set.
 
 import (
 	"context"
 	"net"
+	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -16,7 +17,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/gatenet/gatenet"
+	"github.com/gatenet/gatenet/faults"
 	"github.com/gatenet/gatenet/internal/testutil"
+	"github.com/gatenet/gatenet/pollfd"
 )
 
 // sockPendingListener returns the address of a loopback listener (backlog
@@ -288,4 +292,45 @@ func TestSockDialLocalhost(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestSockJoinsEpollAtFirstWait: a dialled and an accepted socket stay out
+// of the poller's epoll set until a Read first has to wait (pollfd
+// OpenLazy), then the Read is woken as usual; a socket closed without
+// ever waiting never joins.
+func TestSockJoinsEpollAtFirstWait(t *testing.T) {
+	if os.Getenv(faults.EnvVar) != "" {
+		t.Skipf("%s is set: injected delays wait on the poller", faults.EnvVar)
+	}
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	client, server := testutil.TCPPair(t)
+	inSet := func(c *gatenet.TCPConn) bool {
+		t.Helper()
+		var fd int
+		rc, err := c.SyscallConn()
+		require.NoError(t, err)
+		require.NoError(t, rc.Control(func(s uintptr) { fd = int(s) }))
+		return testutil.InEpollSet(t, pollfd.IsPollDescriptor, fd)
+	}
+	require.False(t, inSet(client), "dialled socket in the set before any wait")
+	require.False(t, inSet(server), "accepted socket in the set before any wait")
+
+	got := make(chan error, 1)
+	go func() {
+		var b [1]byte
+		_, err := server.Read(b[:])
+		got <- err
+	}()
+	limit := time.Now().Add(time.Minute)
+	for !inSet(server) {
+		require.True(t, time.Now().Before(limit), "the blocked Read never joined the set")
+		time.Sleep(time.Millisecond)
+	}
+	require.False(t, inSet(client))
+	_, err := client.Write([]byte("x"))
+	require.NoError(t, err)
+	require.NoError(t, <-got)
+	require.True(t, inSet(server))
+	require.False(t, inSet(client), "a Write that never blocked joined")
 }

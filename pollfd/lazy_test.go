@@ -3,15 +3,13 @@
 package pollfd_test
 
 import (
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/gatenet/gatenet/internal/testutil"
 	"github.com/gatenet/gatenet/pollfd"
 )
 
@@ -23,31 +21,7 @@ import (
 // inEpollSet reports whether fd is in the epoll set of one of p's shards.
 func inEpollSet(t testing.TB, p *pollfd.Poller, fd int) bool {
 	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	require.NoError(t, err)
-	found, sets := false, 0
-	for _, e := range ents {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil || !p.IsPollDescriptor(n) {
-			continue
-		}
-		if link, _ := os.Readlink("/proc/self/fd/" + e.Name()); link != "anon_inode:[eventpoll]" {
-			continue
-		}
-		info, err := os.ReadFile("/proc/self/fdinfo/" + e.Name())
-		if err != nil {
-			continue // closed meanwhile
-		}
-		sets++
-		for _, line := range strings.Split(string(info), "\n") {
-			f := strings.Fields(line)
-			if len(f) >= 2 && f[0] == "tfd:" && f[1] == strconv.Itoa(fd) {
-				found = true
-			}
-		}
-	}
-	require.NotZero(t, sets, "no epoll descriptor of the poller found")
-	return found
+	return testutil.InEpollSet(t, p.IsPollDescriptor, fd)
 }
 
 // openLazy is open for OpenLazy.
