@@ -143,10 +143,8 @@ func ParseOptions(s string) (Options, error) {
 // bumped on paths that already take a lock or make a system call, cheap
 // enough to leave on.
 type Stats struct {
-	Registered int64 // descriptors registered now
-	// EpollAdds counts EPOLL_CTL_ADDs: one per Open, and one per OpenLazy
-	// descriptor that was ever waited on or watched.
-	EpollAdds   uint64
+	Registered  int64  // descriptors open on the poller now, in the epoll set or not yet (OpenLazy)
+	EpollAdds   uint64 // EPOLL_CTL_ADDs: one per Open, one per OpenLazy descriptor ever waited on or watched
 	DrainLoops  int64  // drain goroutines running now (only while descriptors are registered; drain.go)
 	DrainStarts uint64 // drain goroutines started
 	EpollWaits  uint64 // epoll_wait returns in the drain loop
