@@ -178,12 +178,11 @@ func (d *Desc) is(b uint32) bool { return d.state.Load()&b != 0 }
 // every event).
 func (d *Desc) setLocked(b uint32, on bool) {
 	s := d.state.Load()
-	if n := s &^ b; on {
+	n := s &^ b
+	if on {
 		n |= b
-		if n != s {
-			d.state.Store(n)
-		}
-	} else if n != s {
+	}
+	if n != s {
 		d.state.Store(n)
 	}
 }
@@ -313,10 +312,8 @@ func (d *Desc) Prepare(mode Mode) error {
 // returns at once. It mirrors the runtime's pollWait, including re-parking
 // after a wake that found neither readiness nor an error.
 func (d *Desc) Wait(mode Mode) error {
-	if !d.is(descInSet) {
-		if err := d.join(mode); err != nil {
-			return err
-		}
+	if err := d.joined(mode); err != nil {
+		return err
 	}
 	return d.wait(mode, d.harvest())
 }
@@ -357,10 +354,8 @@ func (d *Desc) WaitContext(ctx context.Context, mode Mode) error {
 		default:
 		}
 	}
-	if !d.is(descInSet) {
-		if err := d.join(mode); err != nil {
-			return err
-		}
+	if err := d.joined(mode); err != nil {
+		return err
 	}
 	if done == nil {
 		return d.wait(mode, d.harvest()) // not Wait: one frame less under the park
@@ -554,10 +549,11 @@ func (d *Desc) Unblock() {
 }
 
 // Close removes the descriptor from the epoll set (EPOLL_CTL_DEL, if it
-// joined it) and from the token table. It does not close the fd: the caller does, afterwards,
-// so the number is not reused while it is still registered. Close requires
-// a prior Unblock and no parked waiter (the runtime throws for both; this
-// returns ErrNotClosing or ErrWaiters). A second Close returns ErrClosing.
+// joined it) and from the token table. It does not close the fd: the
+// caller does, afterwards, so the number is not reused while it is still
+// registered. Close requires a prior Unblock and no parked waiter (the
+// runtime throws for both; this returns ErrNotClosing or ErrWaiters). A
+// second Close returns ErrClosing.
 func (d *Desc) Close() error {
 	d.mu.Lock()
 	switch {

@@ -16,6 +16,15 @@ import (
 // epoll_ctl. The rules that keep a late join from losing readiness are in
 // gate.go ("Joining late").
 
+// joined makes sure d is in its shard's epoll set before a wait in mode
+// (join); once it is, one atomic load.
+func (d *Desc) joined(mode Mode) error {
+	if d.is(descInSet) {
+		return nil
+	}
+	return d.join(mode)
+}
+
 // join adds d to its shard's epoll set, EPOLL_CTL_ADD with
 // registerEvents and d's token: Open's registration, and a lazy Desc's
 // (OpenLazy) at its first wait or watch. It does nothing if d is in the

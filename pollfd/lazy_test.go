@@ -46,12 +46,7 @@ func TestOpenLazyJoinsAtFirstWait(t *testing.T) {
 		for round := range 3 {
 			ch, _ := parkedRead(t, p, d)
 			require.True(t, inEpollSet(t, p, a), "round %d: parked but not in the set", round)
-			_, err := unix.Write(b, []byte("x"))
-			require.NoError(t, err)
-			require.NoError(t, recvErr(t, ch))
-			var buf [1]byte
-			_, err = unix.Read(a, buf[:])
-			require.NoError(t, err)
+			wakeByByte(t, ch, a, b)
 		}
 		require.Equal(t, uint64(1), p.Stats().EpollAdds, "one join for three waits")
 	})

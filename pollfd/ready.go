@@ -62,10 +62,8 @@ type watch struct {
 // it reported probes the descriptor after Watch and calls NotifyReady if
 // it is readable. cookie is what Next returns for d.
 func (d *Desc) Watch(l *ReadyList, cookie any) error {
-	if !d.is(descInSet) {
-		if err := d.join(0); err != nil {
-			return err
-		}
+	if err := d.joined(0); err != nil {
+		return err
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
