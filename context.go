@@ -5,10 +5,7 @@ package gatenet
 import (
 	"context"
 	"io"
-	"net"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // The context-aware and readiness calls gatenet adds to net's method sets.
@@ -76,69 +73,6 @@ func (c *conn) WaitWrite(ctx context.Context) error {
 	}
 	if err := c.fd.pfd.WaitWritable(orBackground(ctx)); err != nil {
 		return c.fd.ioError(ioWritePoll, err)
-	}
-	return nil
-}
-
-// acceptContext takes one connection, waiting no longer than ctx allows.
-func (fd *netFD) acceptContext(ctx context.Context) (*netFD, error) {
-	var raw unix.RawSockaddrAny
-	s, call, err := fd.pfd.AcceptContext(ctx, &raw)
-	if err != nil {
-		return nil, wrapSyscallError(call, err)
-	}
-	rsa, err := acceptedSockaddr(s, &raw)
-	if err != nil {
-		return nil, wrapSyscallError("accept4", err)
-	}
-	return fd.newAccepted(s, rsa)
-}
-
-// AcceptContext is Accept, also returning when ctx is done; the listener
-// stays usable.
-func (l *TCPListener) AcceptContext(ctx context.Context) (net.Conn, error) {
-	if !l.ok() {
-		return nil, syscall.EINVAL
-	}
-	fd, err := l.fd.acceptContext(orBackground(ctx))
-	if err != nil {
-		return nil, l.opError("accept", err)
-	}
-	return newTCPConn(fd, l.lc.KeepAlive, l.lc.KeepAliveConfig), nil
-}
-
-// WaitRead parks until a connection is pending (Accept would not block),
-// ctx is done, the deadline passes or the listener is closed.
-func (l *TCPListener) WaitRead(ctx context.Context) error {
-	if !l.ok() {
-		return syscall.EINVAL
-	}
-	if err := l.fd.pfd.WaitReadable(orBackground(ctx)); err != nil {
-		return l.opError("accept", wrapSyscallError("poll", err))
-	}
-	return nil
-}
-
-// AcceptContext is Accept, also returning when ctx is done.
-func (l *UnixListener) AcceptContext(ctx context.Context) (net.Conn, error) {
-	if !l.ok() {
-		return nil, syscall.EINVAL
-	}
-	fd, err := l.fd.acceptContext(orBackground(ctx))
-	if err != nil {
-		return nil, l.opError("accept", err)
-	}
-	return newUnixConn(fd), nil
-}
-
-// WaitRead parks until a connection is pending, ctx is done, the deadline
-// passes or the listener is closed.
-func (l *UnixListener) WaitRead(ctx context.Context) error {
-	if !l.ok() {
-		return syscall.EINVAL
-	}
-	if err := l.fd.pfd.WaitReadable(orBackground(ctx)); err != nil {
-		return l.opError("accept", wrapSyscallError("poll", err))
 	}
 	return nil
 }

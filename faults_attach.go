@@ -5,7 +5,6 @@ package gatenet
 import (
 	"fmt"
 	"os"
-	"reflect"
 	"sync"
 
 	"github.com/gatenet/gatenet/faults"
@@ -36,12 +35,15 @@ func attachEnvFaults(fd *poll.FD) error {
 // listener's Accept too, and the connections it accepts from now on. The
 // byte counts of CloseAfter, ResetAfter and Stall start at the call.
 //
-// It fails for anything else, for an invalid f, and for a closed x
-// (net.ErrClosed, or os.ErrClosed for a File).
-func InjectFaults(x any, f *faults.Faults) error {
-	fd := pollFDOf(x)
+// It fails for a nil or zero x, for an invalid f, for a File epoll
+// refused, and for a closed x (net.ErrClosed, or os.ErrClosed for a File).
+func InjectFaults(x Pollable, f *faults.Faults) error {
+	var fd *poll.FD
+	if x != nil {
+		fd = x.descriptor()
+	}
 	if fd == nil {
-		return fmt.Errorf("gatenet: InjectFaults: %T is not a gatenet conn, listener or file", x)
+		return fmt.Errorf("gatenet: InjectFaults: %T is nil or not open", x)
 	}
 	if err := fd.SetFaults(f); err != nil {
 		if _, ok := x.(*File); ok && err == poll.ErrFileClosing {
@@ -50,44 +52,4 @@ func InjectFaults(x any, f *faults.Faults) error {
 		return err
 	}
 	return nil
-}
-
-// pollFDOf returns the descriptor inside x, or nil.
-func pollFDOf(x any) *poll.FD {
-	if v := reflect.ValueOf(x); v.Kind() == reflect.Pointer && v.IsNil() {
-		return nil // a typed nil: the promoted netFDOf would dereference it
-	}
-	switch v := x.(type) {
-	case interface{ netFDOf() *netFD }: // the conns (through conn) and listeners
-		if nfd := v.netFDOf(); nfd != nil {
-			return &nfd.pfd
-		}
-	case *File:
-		if v != nil && v.fd != nil {
-			return v.fd
-		}
-	}
-	return nil
-}
-
-// netFDOf returns the descriptor of c, nil for a nil or zero conn.
-func (c *conn) netFDOf() *netFD {
-	if !c.ok() {
-		return nil
-	}
-	return c.fd
-}
-
-func (l *TCPListener) netFDOf() *netFD {
-	if !l.ok() {
-		return nil
-	}
-	return l.fd
-}
-
-func (l *UnixListener) netFDOf() *netFD {
-	if !l.ok() {
-		return nil
-	}
-	return l.fd
 }

@@ -413,11 +413,3 @@ func (f *File) WaitWrite(ctx context.Context) error {
 	}
 	return f.wrapErr("write", f.fd.WaitWritable(orBackground(ctx)))
 }
-
-// descriptor is the File's FD, for a ReadyQueue (readyqueue.go).
-func (f *File) descriptor() *poll.FD {
-	if f == nil {
-		return nil
-	}
-	return f.fd
-}

@@ -67,9 +67,9 @@ func FileListener(f *os.File) (net.Listener, error) {
 	}
 	switch laddr := fd.localAddr().(type) {
 	case *net.TCPAddr:
-		return &TCPListener{fd: fd}, nil
+		return &TCPListener{listener: listener{fd}}, nil
 	case *net.UnixAddr:
-		return &UnixListener{fd: fd, path: laddr.Name, unlink: false}, nil
+		return &UnixListener{listener: listener{fd}, path: laddr.Name, unlink: false}, nil
 	}
 	fd.Close()
 	return nil, fileOpError(f, unix.EINVAL)

@@ -5,6 +5,7 @@ package gatenet
 import (
 	"context"
 	"net"
+	"os"
 	"syscall"
 	"time"
 
@@ -195,7 +196,7 @@ func (lc *ListenConfig) listenTCPProto(ctx context.Context, network string, ladd
 		return nil, err
 	}
 	fd.inheritShard = shard != poll.AnyShard
-	return &TCPListener{fd: fd, lc: *lc}, nil
+	return &TCPListener{listener: listener{fd}, lc: *lc}, nil
 }
 
 func (lc *ListenConfig) listenUnix(ctx context.Context, network string, laddr *net.UnixAddr) (*UnixListener, error) {
@@ -216,5 +217,95 @@ func (lc *ListenConfig) listenUnix(ctx context.Context, network string, laddr *n
 	if a, ok := fd.localAddr().(*net.UnixAddr); ok {
 		path = a.Name
 	}
-	return &UnixListener{fd: fd, path: path, unlink: true}, nil
+	return &UnixListener{listener: listener{fd}, path: path, unlink: true}, nil
+}
+
+// listener is what TCPListener and UnixListener share, as conn is what the
+// conns share: the listening socket, and every method that passes it
+// through (net's TCPListener and UnixListener repeat these; here they are
+// written once). Its methods take a nil *listener, so that the exported
+// ones, reached through ln(), report EINVAL for a nil or zero listener as
+// net's do: a method promoted from an embedded field would panic on a nil
+// *TCPListener instead.
+type listener struct {
+	fd *netFD
+}
+
+func (l *listener) ok() bool { return l != nil && l.fd != nil }
+
+func (l *listener) opError(op string, err error) error {
+	return &net.OpError{Op: op, Net: l.fd.net, Addr: l.fd.localAddr(), Err: err}
+}
+
+// accept waits for the next connection (accept4(2)) or for ctx.
+func (l *listener) accept(ctx context.Context) (*netFD, error) {
+	if !l.ok() {
+		return nil, syscall.EINVAL
+	}
+	fd, err := l.fd.accept(ctx)
+	if err != nil {
+		return nil, l.opError("accept", err)
+	}
+	return fd, nil
+}
+
+// close closes the socket; a blocked Accept returns net.ErrClosed.
+func (l *listener) close() error {
+	if !l.ok() {
+		return syscall.EINVAL
+	}
+	if err := l.fd.Close(); err != nil {
+		return l.opError("close", err)
+	}
+	return nil
+}
+
+// setDeadline sets Accept's deadline, on the poller (no system call); as
+// net's, its errors are not wrapped.
+func (l *listener) setDeadline(t time.Time) error {
+	if !l.ok() {
+		return syscall.EINVAL
+	}
+	return l.fd.pfd.SetDeadline(t, pollfd.ModeRead)
+}
+
+// syscallConn is the listener's RawConn, whose Read and Write are EINVAL.
+func (l *listener) syscallConn() (syscall.RawConn, error) {
+	if !l.ok() {
+		return nil, syscall.EINVAL
+	}
+	return &listenerRawConn{sockRawConn{l.fd}}, nil
+}
+
+// file duplicates the socket (fcntl(2) F_DUPFD_CLOEXEC) as an *os.File.
+func (l *listener) file() (*os.File, error) {
+	if !l.ok() {
+		return nil, syscall.EINVAL
+	}
+	f, err := l.fd.dupFile()
+	if err != nil {
+		return nil, l.opError("file", err)
+	}
+	return f, nil
+}
+
+// waitRead parks until a connection is pending, ctx is done, the
+// deadline passes or the listener is closed.
+func (l *listener) waitRead(ctx context.Context) error {
+	if !l.ok() {
+		return syscall.EINVAL
+	}
+	if err := l.fd.pfd.WaitReadable(orBackground(ctx)); err != nil {
+		return l.opError("accept", wrapSyscallError("poll", err))
+	}
+	return nil
+}
+
+// descriptor is the socket's poll.FD (Pollable), nil for a nil or zero
+// listener.
+func (l *listener) descriptor() *poll.FD {
+	if !l.ok() {
+		return nil
+	}
+	return &l.fd.pfd
 }

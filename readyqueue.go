@@ -7,37 +7,8 @@ import (
 	"net"
 	"os"
 
-	"github.com/gatenet/gatenet/internal/poll"
 	"github.com/gatenet/gatenet/pollfd"
 )
-
-// Pollable is a gatenet connection, listener or File: anything a
-// ReadyQueue can watch.
-type Pollable interface {
-	Close() error
-	descriptor() *poll.FD
-}
-
-func (c *conn) descriptor() *poll.FD {
-	if !c.ok() {
-		return nil
-	}
-	return &c.fd.pfd
-}
-
-func (l *TCPListener) descriptor() *poll.FD {
-	if !l.ok() {
-		return nil
-	}
-	return &l.fd.pfd
-}
-
-func (l *UnixListener) descriptor() *poll.FD {
-	if !l.ok() {
-		return nil
-	}
-	return &l.fd.pfd
-}
 
 // ReadyQueue lets one goroutine watch many connections (or Files, or
 // listeners) and hands out each one that becomes readable — with no

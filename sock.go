@@ -411,9 +411,20 @@ func (fd *netFD) shutdown(how int) error {
 	return os.NewSyscallError("shutdown", unix.Shutdown(fd.pfd.Sysfd, how))
 }
 
-// accept takes one connection and wraps it as a socket of the listener's
-// kind on the listener's poller.
-func (fd *netFD) accept() (*netFD, error) { return fd.acceptContext(nil) }
+// accept takes one connection (accept4(2)), waiting no longer than ctx
+// allows.
+func (fd *netFD) accept(ctx context.Context) (*netFD, error) {
+	var raw unix.RawSockaddrAny
+	s, call, err := fd.pfd.AcceptContext(ctx, &raw)
+	if err != nil {
+		return nil, wrapSyscallError(call, err)
+	}
+	rsa, err := acceptedSockaddr(s, &raw)
+	if err != nil {
+		return nil, wrapSyscallError("accept4", err)
+	}
+	return fd.newAccepted(s, rsa)
+}
 
 // newAccepted wraps an accepted socket as one of the listener's kind, on
 // the listener's poller.

@@ -3,6 +3,7 @@
 package gatenet
 
 import (
+	"context"
 	"io"
 	"net"
 	"os"
@@ -12,7 +13,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gatenet/gatenet/internal/poll"
-	"github.com/gatenet/gatenet/pollfd"
 )
 
 // TCPConn is a TCP connection with the method set of *net.TCPConn.
@@ -246,14 +246,17 @@ func (fd *netFD) setKeepAliveOpt(opt int, d, def time.Duration) error {
 
 // TCPListener is a TCP listener with the method set of *net.TCPListener.
 type TCPListener struct {
-	fd *netFD
-	lc ListenConfig
+	listener
+	lc ListenConfig // the accepted connections' keep-alive settings
 }
 
-func (l *TCPListener) ok() bool { return l != nil && l.fd != nil }
-
-func (l *TCPListener) opError(op string, err error) error {
-	return &net.OpError{Op: op, Net: l.fd.net, Addr: l.fd.localAddr(), Err: err}
+// ln is l's shared part, nil for a nil l (listener's methods then report
+// EINVAL, as net's).
+func (l *TCPListener) ln() *listener {
+	if l == nil {
+		return nil
+	}
+	return &l.listener
 }
 
 // Accept waits for and returns the next connection (accept4(2)).
@@ -267,55 +270,43 @@ func (l *TCPListener) Accept() (net.Conn, error) {
 
 // AcceptTCP is Accept returning a *TCPConn.
 func (l *TCPListener) AcceptTCP() (*TCPConn, error) {
-	if !l.ok() {
-		return nil, syscall.EINVAL
-	}
-	fd, err := l.fd.accept()
+	return l.acceptTCP(context.Background())
+}
+
+// AcceptContext is Accept, also returning when ctx is done; the listener
+// stays usable.
+func (l *TCPListener) AcceptContext(ctx context.Context) (net.Conn, error) {
+	c, err := l.acceptTCP(orBackground(ctx))
 	if err != nil {
-		return nil, l.opError("accept", err)
+		return nil, err
+	}
+	return c, nil
+}
+
+func (l *TCPListener) acceptTCP(ctx context.Context) (*TCPConn, error) {
+	fd, err := l.ln().accept(ctx)
+	if err != nil {
+		return nil, err
 	}
 	return newTCPConn(fd, l.lc.KeepAlive, l.lc.KeepAliveConfig), nil
 }
 
 // Close stops listening; a blocked Accept returns net.ErrClosed.
-func (l *TCPListener) Close() error {
-	if !l.ok() {
-		return syscall.EINVAL
-	}
-	if err := l.fd.Close(); err != nil {
-		return l.opError("close", err)
-	}
-	return nil
-}
+func (l *TCPListener) Close() error { return l.ln().close() }
 
 // Addr returns the listener's address.
 func (l *TCPListener) Addr() net.Addr { return l.fd.localAddr() }
 
 // SetDeadline sets the deadline for Accept. As net's, its errors are not
 // wrapped.
-func (l *TCPListener) SetDeadline(t time.Time) error {
-	if !l.ok() {
-		return syscall.EINVAL
-	}
-	return l.fd.pfd.SetDeadline(t, pollfd.ModeRead)
-}
+func (l *TCPListener) SetDeadline(t time.Time) error { return l.ln().setDeadline(t) }
 
 // SyscallConn returns a raw connection whose Read and Write are EINVAL.
-func (l *TCPListener) SyscallConn() (syscall.RawConn, error) {
-	if !l.ok() {
-		return nil, syscall.EINVAL
-	}
-	return &listenerRawConn{sockRawConn{l.fd}}, nil
-}
+func (l *TCPListener) SyscallConn() (syscall.RawConn, error) { return l.ln().syscallConn() }
 
 // File returns a duplicate of the listening socket as an *os.File.
-func (l *TCPListener) File() (*os.File, error) {
-	if !l.ok() {
-		return nil, syscall.EINVAL
-	}
-	f, err := l.fd.dupFile()
-	if err != nil {
-		return nil, l.opError("file", err)
-	}
-	return f, nil
-}
+func (l *TCPListener) File() (*os.File, error) { return l.ln().file() }
+
+// WaitRead parks until a connection is pending (Accept would not block),
+// ctx is done, the deadline passes or the listener is closed.
+func (l *TCPListener) WaitRead(ctx context.Context) error { return l.ln().waitRead(ctx) }

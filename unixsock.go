@@ -3,6 +3,7 @@
 package gatenet
 
 import (
+	"context"
 	"net"
 	"os"
 	"sync"
@@ -10,8 +11,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/gatenet/gatenet/pollfd"
 )
 
 // UnixConn is a Unix domain socket connection with the method set of
@@ -175,16 +174,19 @@ func (c *UnixConn) WriteMsgUnix(b, oob []byte, addr *net.UnixAddr) (n, oobn int,
 // UnixListener is a Unix domain socket listener with the method set of
 // *net.UnixListener.
 type UnixListener struct {
-	fd         *netFD
-	path       string
+	listener
+	path       string // the socket file Close removes, if unlink
 	unlink     bool
 	unlinkOnce sync.Once
 }
 
-func (l *UnixListener) ok() bool { return l != nil && l.fd != nil }
-
-func (l *UnixListener) opError(op string, err error) error {
-	return &net.OpError{Op: op, Net: l.fd.net, Addr: l.fd.localAddr(), Err: err}
+// ln is l's shared part, nil for a nil l (listener's methods then report
+// EINVAL, as net's).
+func (l *UnixListener) ln() *listener {
+	if l == nil {
+		return nil
+	}
+	return &l.listener
 }
 
 // Accept waits for and returns the next connection (accept4(2)), as
@@ -199,12 +201,23 @@ func (l *UnixListener) Accept() (net.Conn, error) {
 
 // AcceptUnix is Accept (accept4(2)) returning a *UnixConn, as net's.
 func (l *UnixListener) AcceptUnix() (*UnixConn, error) {
-	if !l.ok() {
-		return nil, syscall.EINVAL
-	}
-	fd, err := l.fd.accept()
+	return l.acceptUnix(context.Background())
+}
+
+// AcceptContext is Accept, also returning when ctx is done; the listener
+// stays usable.
+func (l *UnixListener) AcceptContext(ctx context.Context) (net.Conn, error) {
+	c, err := l.acceptUnix(orBackground(ctx))
 	if err != nil {
-		return nil, l.opError("accept", err)
+		return nil, err
+	}
+	return c, nil
+}
+
+func (l *UnixListener) acceptUnix(ctx context.Context) (*UnixConn, error) {
+	fd, err := l.ln().accept(ctx)
+	if err != nil {
+		return nil, err
 	}
 	return newUnixConn(fd), nil
 }
@@ -213,19 +226,15 @@ func (l *UnixListener) AcceptUnix() (*UnixConn, error) {
 // socket file, removes it first (unlink(2); abstract "@" names have
 // none), as net's. A blocked Accept returns net.ErrClosed.
 func (l *UnixListener) Close() error {
-	if !l.ok() {
-		return syscall.EINVAL
+	if l.ln().ok() {
+		// Remove, then close, as net does; only the first Close unlinks.
+		l.unlinkOnce.Do(func() {
+			if l.path != "" && l.path[0] != '@' && l.unlink {
+				unix.Unlink(l.path)
+			}
+		})
 	}
-	// Remove, then close, as net does; only the first Close unlinks.
-	l.unlinkOnce.Do(func() {
-		if l.path != "" && l.path[0] != '@' && l.unlink {
-			unix.Unlink(l.path)
-		}
-	})
-	if err := l.fd.Close(); err != nil {
-		return l.opError("close", err)
-	}
-	return nil
+	return l.ln().close()
 }
 
 // Addr returns the listener's address, as net's (no syscall: recorded at
@@ -234,37 +243,21 @@ func (l *UnixListener) Addr() net.Addr { return l.fd.localAddr() }
 
 // SetDeadline sets the deadline for Accept, on the poller (no syscall);
 // errors are not wrapped, as net's.
-func (l *UnixListener) SetDeadline(t time.Time) error {
-	if !l.ok() {
-		return syscall.EINVAL
-	}
-	return l.fd.pfd.SetDeadline(t, pollfd.ModeRead)
-}
+func (l *UnixListener) SetDeadline(t time.Time) error { return l.ln().setDeadline(t) }
 
 // SetUnlinkOnClose sets whether Close removes the socket file (unlink(2)),
-// as net's. By default
-// it does when Listen or ListenUnix created the file, and not for a
-// listener from FileListener.
+// as net's. By default it does when Listen or ListenUnix created the
+// file, and not for a listener from FileListener.
 func (l *UnixListener) SetUnlinkOnClose(unlink bool) { l.unlink = unlink }
 
 // SyscallConn returns a raw connection whose Read and Write are EINVAL,
 // as net's; Control runs on the descriptor without a syscall of its own.
-func (l *UnixListener) SyscallConn() (syscall.RawConn, error) {
-	if !l.ok() {
-		return nil, syscall.EINVAL
-	}
-	return &listenerRawConn{sockRawConn{l.fd}}, nil
-}
+func (l *UnixListener) SyscallConn() (syscall.RawConn, error) { return l.ln().syscallConn() }
 
 // File returns a duplicate of the listening socket as an *os.File
 // (fcntl(2) F_DUPFD_CLOEXEC), as net's.
-func (l *UnixListener) File() (*os.File, error) {
-	if !l.ok() {
-		return nil, syscall.EINVAL
-	}
-	f, err := l.fd.dupFile()
-	if err != nil {
-		return nil, l.opError("file", err)
-	}
-	return f, nil
-}
+func (l *UnixListener) File() (*os.File, error) { return l.ln().file() }
+
+// WaitRead parks until a connection is pending, ctx is done, the deadline
+// passes or the listener is closed.
+func (l *UnixListener) WaitRead(ctx context.Context) error { return l.ln().waitRead(ctx) }

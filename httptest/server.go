@@ -167,7 +167,11 @@ func (s *Server) injectFaults() {
 	if s.Faults == nil {
 		return
 	}
-	if err := gatenet.InjectFaults(s.Listener, s.Faults); err != nil {
+	ln, ok := s.Listener.(gatenet.Pollable)
+	if !ok {
+		panic(fmt.Sprintf("httptest: Faults: the Listener (%T) is not gatenet's", s.Listener))
+	}
+	if err := gatenet.InjectFaults(ln, s.Faults); err != nil {
 		panic(fmt.Sprintf("httptest: Faults: %v", err))
 	}
 }

@@ -62,7 +62,9 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	gatenet.InjectFaults(s, f)
+	if err := gatenet.InjectFaults(s.(gatenet.Pollable), f); err != nil {
+		return err
+	}
 	c.Write(make([]byte, 64))
 	n, _ := s.Read(make([]byte, 64))
 	c.Close()
