@@ -5,29 +5,10 @@ package gatenet
 import (
 	"fmt"
 	"os"
-	"sync"
 
 	"github.com/gatenet/gatenet/faults"
 	"github.com/gatenet/gatenet/internal/poll"
 )
-
-// envFaults is GATENET_FAULTS, parsed once.
-var envFaults = sync.OnceValues(func() (*faults.Faults, error) {
-	return faults.Parse(os.Getenv(faults.EnvVar))
-})
-
-// attachEnvFaults attaches GATENET_FAULTS's faults, if any, to fd. An
-// invalid setting is every socket's error, so that it cannot go unseen.
-func attachEnvFaults(fd *poll.FD) error {
-	f, err := envFaults()
-	if err != nil {
-		return fmt.Errorf("gatenet: %s: %w", faults.EnvVar, err)
-	}
-	if f == nil {
-		return nil
-	}
-	return fd.SetFaults(f)
-}
 
 // InjectFaults attaches f to x, a conn, listener or packet conn of this
 // package or a pollable *File, replacing what was attached (nil detaches):

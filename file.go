@@ -34,6 +34,9 @@ type File struct {
 	// nonblock: gatenet set O_NONBLOCK itself, so Fd restores blocking mode
 	// (as *os.File does for the descriptors it made non-blocking).
 	nonblock bool
+	// setupErr: an invalid GATENET_ environment variable, every
+	// operation's error (NewFile has none to return).
+	setupErr error
 	// appendMode: opened with O_APPEND, so WriteAt is refused, as by os.
 	appendMode bool
 }
@@ -42,45 +45,34 @@ type File struct {
 // opened with O_APPEND, where pwrite(2) would ignore the offset.
 var errWriteAtInAppendMode = errors.New("os: invalid use of WriteAt on file opened with O_APPEND")
 
-// Pipe returns a connected pair of Files: reads from r return bytes written
-// to w. It wraps pipe2(2) with O_CLOEXEC|O_NONBLOCK and mirrors os.Pipe,
-// names ("|0", "|1") included.
-func Pipe() (r, w *File, err error) { return pipeOn(pollfd.Default()) }
-
-func pipeOn(poller *pollfd.Poller) (r, w *File, err error) {
-	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
-		return nil, nil, os.NewSyscallError("pipe2", err)
-	}
-	return newFile(poller, p[0], "|0", true), newFile(poller, p[1], "|1", true), nil
-}
-
 // NewFile returns a File for the descriptor fd, as os.NewFile does, but
 // puts it in non-blocking mode and registers it with the poller, so every
 // pollable descriptor gets deadlines and close-unblock (os.NewFile polls
 // only descriptors that are already non-blocking). A descriptor epoll
 // refuses stays as it was, in blocking mode. NewFile returns nil if fd is
 // negative. A descriptor that is not open gives a File whose operations
-// fail with EBADF, as with os.NewFile.
+// fail with EBADF, as with os.NewFile. While a GATENET_ environment
+// variable is invalid, every operation but Close, Fd and Name fails with
+// its error, NewFile having none to return.
 func NewFile(fd uintptr, name string) *File {
 	sysfd := int(fd)
 	if sysfd < 0 {
 		return nil
 	}
 	flags, err := unix.FcntlInt(fd, unix.F_GETFL, 0)
-	if err != nil {
-		return newFileMode(pollfd.Default(), sysfd, name, false, false) // not open: fails like os
-	}
 	var f *File
 	switch {
+	case err != nil: // not open: its operations fail as os's do
+		f, err = newFile(pollfd.Default(), sysfd, name, fileBlocking)
 	case flags&unix.O_NONBLOCK != 0:
-		f = newFile(pollfd.Default(), sysfd, name, false)
+		f, err = newFile(pollfd.Default(), sysfd, name, fileNonblocking)
 	case unix.SetNonblock(sysfd, true) != nil:
-		f = newFileMode(pollfd.Default(), sysfd, name, false, false)
+		f, err = newFile(pollfd.Default(), sysfd, name, fileBlocking)
 	default:
-		f = newFile(pollfd.Default(), sysfd, name, true)
+		f, err = newFile(pollfd.Default(), sysfd, name, fileMadeNonblocking)
 	}
-	f.appendMode = flags&unix.O_APPEND != 0 // as os.NewFile
+	f.setupErr = err
+	f.appendMode = flags >= 0 && flags&unix.O_APPEND != 0 // as os.NewFile
 	return f
 }
 
@@ -101,38 +93,58 @@ func OpenFile(name string, flag int, perm os.FileMode) (*File, error) {
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
-	weSetNonblock := flag&unix.O_NONBLOCK == 0
-	if weSetNonblock {
+	setup := fileNonblocking
+	if flag&unix.O_NONBLOCK == 0 {
 		if err := unix.SetNonblock(sysfd, true); err != nil {
 			unix.Close(sysfd)
 			return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 		}
+		setup = fileMadeNonblocking
 	}
-	f := newFile(pollfd.Default(), sysfd, name, weSetNonblock)
+	f, err := newFile(pollfd.Default(), sysfd, name, setup)
+	if err != nil {
+		f.Close()
+		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+	}
 	f.appendMode = flag&unix.O_APPEND != 0 // as os.OpenFile
 	return f, nil
 }
 
-// newFile registers sysfd with the default poller. If we made it
-// non-blocking (weSetNonblock) and epoll refuses it, blocking mode is
-// restored.
-func newFile(poller *pollfd.Poller, sysfd int, name string, weSetNonblock bool) *File {
-	f := newFileMode(poller, sysfd, name, true, weSetNonblock)
-	if !f.fd.Pollable() && weSetNonblock {
-		unix.SetNonblock(sysfd, false)
-		f.nonblock = false
-	}
-	return f
-}
+// fileSetup is what a new File does with its descriptor's blocking mode.
+type fileSetup uint8
 
-func newFileMode(poller *pollfd.Poller, sysfd int, name string, pollable, nonblock bool) *File {
-	// The registration error is not fatal for files: EPERM (a regular
-	// file or a directory) means blocking I/O, as os.newFile decides.
-	fd, _ := poll.NewFile(sysfd, poller, pollable)
-	if fd.Pollable() {
-		attachEnvFaults(fd) // an invalid GATENET_FAULTS fails sockets; a file has no error to give
+const (
+	// fileBlocking: not registered, left in blocking mode (a descriptor
+	// that is not open, or that refused O_NONBLOCK).
+	fileBlocking fileSetup = iota
+	// fileNonblocking: registered; the descriptor came non-blocking.
+	fileNonblocking
+	// fileMadeNonblocking: registered; gatenet set O_NONBLOCK, so it
+	// restores blocking mode if epoll refuses the descriptor, and in Fd,
+	// as *os.File does.
+	fileMadeNonblocking
+)
+
+// newFile makes a File owning sysfd, registered with poller unless setup
+// is fileBlocking, with GATENET_FAULTS's faults attached if it is
+// pollable. A registration epoll refuses (EPERM: a regular file or a
+// directory) means blocking I/O, as os.newFile decides, not an error. The
+// error is an invalid GATENET_ environment variable's (envError); the
+// File is returned with it, for the caller to close or to keep.
+func newFile(poller *pollfd.Poller, sysfd int, name string, setup fileSetup) (*File, error) {
+	fd, err := poll.NewFile(sysfd, poller, setup != fileBlocking)
+	f := &File{fd: fd, name: name, nonblock: setup == fileMadeNonblocking}
+	if err = envError(err); err != nil {
+		return f, err
 	}
-	return &File{fd: fd, name: name, nonblock: nonblock}
+	if !fd.Pollable() {
+		if f.nonblock {
+			unix.SetNonblock(sysfd, false)
+			f.nonblock = false
+		}
+		return f, nil
+	}
+	return f, attachEnvFaults(fd)
 }
 
 // syscallMode turns an os.FileMode into open(2)'s mode bits, as os does.
@@ -150,9 +162,14 @@ func syscallMode(m os.FileMode) uint32 {
 	return o
 }
 
+// checkValid is op's error before it starts: os.ErrInvalid for a nil
+// File, as os's, or the File's set-up error.
 func (f *File) checkValid(op string) error {
 	if f == nil {
 		return os.ErrInvalid
+	}
+	if f.setupErr != nil {
+		return &fs.PathError{Op: op, Path: f.name, Err: f.setupErr}
 	}
 	return nil
 }

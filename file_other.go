@@ -7,15 +7,6 @@ import "os"
 // File is *os.File off Linux: gatenet delegates to the standard library.
 type File struct{ *os.File }
 
-// Pipe is os.Pipe off Linux.
-func Pipe() (r, w *File, err error) {
-	or, ow, err := os.Pipe()
-	if err != nil {
-		return nil, nil, err
-	}
-	return &File{or}, &File{ow}, nil
-}
-
 // NewFile is os.NewFile off Linux.
 func NewFile(fd uintptr, name string) *File {
 	f := os.NewFile(fd, name)

@@ -1,0 +1,52 @@
+//go:build linux
+
+package gatenet
+
+import (
+	"errors"
+	"os"
+	"sync"
+
+	"github.com/gatenet/gatenet/faults"
+	"github.com/gatenet/gatenet/internal/envconf"
+	"github.com/gatenet/gatenet/internal/poll"
+)
+
+// The GATENET_ environment variables. GATENET_POLLER and GATENET_SHARDS
+// configure pollfd.Default, whose Open refuses every descriptor while one
+// is invalid; GATENET_FAULTS is read here. Either way the error is an
+// *envconf.Error naming the variable, its value and the valid syntax, and
+// every constructor returns it (NewFile, which has no error to return,
+// from each operation), so that a mistyped variable cannot go unseen.
+
+// envFaults is GATENET_FAULTS, parsed once.
+var envFaults = sync.OnceValues(func() (*faults.Faults, error) {
+	spec := os.Getenv(faults.EnvVar)
+	f, err := faults.Parse(spec)
+	if err != nil {
+		return nil, &envconf.Error{Var: faults.EnvVar, Value: spec, Err: err,
+			Want: "';'-separated name[.read|.write]=value settings, as faults.Parse reads them (e.g. slicer=1-7;seed=42)"}
+	}
+	return f, nil
+})
+
+// envError is the environment's error for a descriptor being set up:
+// regErr itself if the poller refused it for an invalid variable, else
+// GATENET_FAULTS's error, else nil. Any other registration error is left
+// to the caller.
+func envError(regErr error) error {
+	if _, ok := errors.AsType[*envconf.Error](regErr); ok {
+		return regErr
+	}
+	_, err := envFaults()
+	return err
+}
+
+// attachEnvFaults attaches GATENET_FAULTS's faults, if any, to fd.
+func attachEnvFaults(fd *poll.FD) error {
+	f, err := envFaults()
+	if err != nil || f == nil {
+		return err
+	}
+	return fd.SetFaults(f)
+}
