@@ -11,46 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gatenet/gatenet/faults"
 	"github.com/gatenet/gatenet/internal/poll"
-	"github.com/gatenet/gatenet/pollfd"
 )
-
-// Dialer mirrors net.Dialer (without its deprecated fields), plus the
-// poller to register connections with.
-type Dialer struct {
-	// Timeout bounds the whole dial, name resolution included.
-	Timeout time.Duration
-	// Deadline is an absolute time for the dial to fail by.
-	Deadline time.Time
-	// LocalAddr is the local address to dial from (*net.TCPAddr or
-	// *net.UnixAddr); nil picks one.
-	LocalAddr net.Addr
-	// FallbackDelay is how long a "tcp" dial waits for the primary
-	// address family before racing the other ("happy eyeballs", RFC
-	// 6555): 0 means 300 ms, negative disables the race.
-	FallbackDelay time.Duration
-	// KeepAlive is the keep-alive period when KeepAliveConfig is not
-	// enabled: 0 means 15 s, negative turns keep-alives off.
-	KeepAlive time.Duration
-	// KeepAliveConfig, if Enable is set, configures the connection.
-	KeepAliveConfig net.KeepAliveConfig
-	// Resolver looks up names; nil means net.DefaultResolver.
-	Resolver *net.Resolver
-	// Control is called after the socket is created, before connect.
-	Control func(network, address string, c syscall.RawConn) error
-	// ControlContext is Control with the dial's context; it takes
-	// precedence over Control.
-	ControlContext func(ctx context.Context, network, address string, c syscall.RawConn) error
-	// Poller is the poller for the connection; nil means pollfd.Default().
-	Poller *pollfd.Poller
-
-	// Faults, if set, is injected into the connect (DialErrors) and into
-	// the connection dialled (package faults); nil: GATENET_FAULTS's.
-	Faults *faults.Faults
-
-	mptcp mptcpStatus // SetMultipathTCP (mptcp.go)
-}
 
 // MultipathTCP reports whether TCP dials try Multipath TCP first, as
 // net's: not unless SetMultipathTCP or GODEBUG (multipathtcp=1 or 3) says

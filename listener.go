@@ -11,40 +11,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gatenet/gatenet/faults"
 	"github.com/gatenet/gatenet/internal/poll"
 	"github.com/gatenet/gatenet/pollfd"
 )
-
-// ListenConfig mirrors net.ListenConfig, plus what gatenet adds. As net's,
-// its TCP listeners use Multipath TCP where the kernel has it, unless
-// SetMultipathTCP or GODEBUG says otherwise (mptcp.go).
-type ListenConfig struct {
-	// Control, if not nil, is called after the socket is created and
-	// before it is bound, as net's.
-	Control func(network, address string, c syscall.RawConn) error
-	// KeepAlive is the keep-alive period for accepted TCP connections
-	// when KeepAliveConfig is not enabled: 0 means 15 s, negative turns
-	// keep-alives off.
-	KeepAlive time.Duration
-	// KeepAliveConfig, if Enable is set, configures accepted connections.
-	KeepAliveConfig net.KeepAliveConfig
-	// ReusePort sets SO_REUSEPORT before binding, so several listeners
-	// can share one address and the kernel balances connections.
-	ReusePort bool
-	// Backlog is listen(2)'s backlog; 0 means net.core.somaxconn, as net.
-	Backlog int
-	// Poller is the poller the listener and its accepted connections use;
-	// nil means pollfd.Default().
-	Poller *pollfd.Poller
-
-	// Faults, if set, is injected into the listener's Accept
-	// (AcceptErrors) and into every connection it accepts, or into the
-	// packet conn (package faults); nil: GATENET_FAULTS's.
-	Faults *faults.Faults
-
-	mptcp mptcpStatus // SetMultipathTCP (mptcp.go)
-}
 
 // MultipathTCP reports whether TCP listeners try Multipath TCP first, as
 // net's: yes unless SetMultipathTCP or GODEBUG (multipathtcp=0 or 3) says

@@ -30,24 +30,6 @@ import (
 
 const mptcpInfo = 1 // MPTCP_INFO, the SOL_MPTCP option (linux/mptcp.h)
 
-// mptcpStatus is the tristate net keeps in Dialer and ListenConfig: the
-// default (GODEBUG, then net's built-in choice), or set on or off.
-type mptcpStatus uint8
-
-const (
-	mptcpDefault mptcpStatus = iota
-	mptcpEnabled
-	mptcpDisabled
-)
-
-func (m *mptcpStatus) set(use bool) {
-	if use {
-		*m = mptcpEnabled
-	} else {
-		*m = mptcpDisabled
-	}
-}
-
 // get reports whether MPTCP is to be tried, for a listener or a dialer.
 func (m mptcpStatus) get(listener bool) bool {
 	switch m {

@@ -8,11 +8,9 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/gatenet/gatenet/faults"
-	"github.com/gatenet/gatenet/pollfd"
 )
 
 // Off Linux gatenet delegates to package net: the names below are net's
@@ -29,23 +27,10 @@ type (
 	UnixListener = net.UnixListener
 )
 
-// ListenConfig mirrors the Linux type; it delegates to net.ListenConfig.
-type ListenConfig struct {
-	Control         func(network, address string, c syscall.RawConn) error
-	KeepAlive       time.Duration
-	KeepAliveConfig net.KeepAliveConfig
-	ReusePort       bool
-	Backlog         int
-	Poller          *pollfd.Poller
-	Faults          *faults.Faults // ignored: faults need gatenet's descriptors
-
-	mptcp *bool // SetMultipathTCP; nil: net's default
-}
-
 func (lc *ListenConfig) std() *net.ListenConfig {
 	std := &net.ListenConfig{Control: lc.Control, KeepAlive: lc.KeepAlive, KeepAliveConfig: lc.KeepAliveConfig}
-	if lc.mptcp != nil {
-		std.SetMultipathTCP(*lc.mptcp)
+	if lc.mptcp != mptcpDefault {
+		std.SetMultipathTCP(lc.mptcp == mptcpEnabled)
 	}
 	return std
 }
@@ -54,7 +39,7 @@ func (lc *ListenConfig) std() *net.ListenConfig {
 func (lc *ListenConfig) MultipathTCP() bool { return lc.std().MultipathTCP() }
 
 // SetMultipathTCP is (*net.ListenConfig).SetMultipathTCP.
-func (lc *ListenConfig) SetMultipathTCP(use bool) { lc.mptcp = &use }
+func (lc *ListenConfig) SetMultipathTCP(use bool) { lc.mptcp.set(use) }
 
 // Listen is (*net.ListenConfig).Listen.
 func (lc *ListenConfig) Listen(ctx context.Context, network, address string) (net.Listener, error) {
@@ -66,29 +51,12 @@ func (lc *ListenConfig) ListenPacket(ctx context.Context, network, address strin
 	return lc.std().ListenPacket(ctx, network, address)
 }
 
-// Dialer mirrors the Linux type; it delegates to net.Dialer.
-type Dialer struct {
-	Timeout         time.Duration
-	Deadline        time.Time
-	LocalAddr       net.Addr
-	FallbackDelay   time.Duration
-	KeepAlive       time.Duration
-	KeepAliveConfig net.KeepAliveConfig
-	Resolver        *net.Resolver
-	Control         func(network, address string, c syscall.RawConn) error
-	ControlContext  func(ctx context.Context, network, address string, c syscall.RawConn) error
-	Poller          *pollfd.Poller
-	Faults          *faults.Faults // ignored: faults need gatenet's descriptors
-
-	mptcp *bool // SetMultipathTCP; nil: net's default
-}
-
 func (d *Dialer) std() *net.Dialer {
 	std := &net.Dialer{Timeout: d.Timeout, Deadline: d.Deadline, LocalAddr: d.LocalAddr,
 		FallbackDelay: d.FallbackDelay, KeepAlive: d.KeepAlive, KeepAliveConfig: d.KeepAliveConfig,
 		Resolver: d.Resolver, Control: d.Control, ControlContext: d.ControlContext}
-	if d.mptcp != nil {
-		std.SetMultipathTCP(*d.mptcp)
+	if d.mptcp != mptcpDefault {
+		std.SetMultipathTCP(d.mptcp == mptcpEnabled)
 	}
 	return std
 }
@@ -97,7 +65,7 @@ func (d *Dialer) std() *net.Dialer {
 func (d *Dialer) MultipathTCP() bool { return d.std().MultipathTCP() }
 
 // SetMultipathTCP is (*net.Dialer).SetMultipathTCP.
-func (d *Dialer) SetMultipathTCP(use bool) { d.mptcp = &use }
+func (d *Dialer) SetMultipathTCP(use bool) { d.mptcp.set(use) }
 
 // DialTCP is (*net.Dialer).DialTCP.
 func (d *Dialer) DialTCP(ctx context.Context, network string, laddr, raddr netip.AddrPort) (*TCPConn, error) {
