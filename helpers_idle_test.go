@@ -3,7 +3,7 @@
 package gatenet_test
 
 // Helpers shared by the idle-connection tests (idle_mem_test.go) and the
-// many-connection benchmarks (shard_bench_test.go): the descriptor limit,
+// many-connection benchmarks (tcpsock_bench_test.go): the descriptor limit,
 // and loopback listeners that can hold thousands of connections in their
 // accept queues. (The idle tests' holding and memory snapshots are
 // internal/benchharness.HoldIdle's.)

@@ -5,12 +5,16 @@ package gatenet_test
 import (
 	"crypto/sha256"
 	"io"
+	"io/fs"
 	"math/rand"
+	"net"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/gatenet/gatenet"
 	"github.com/gatenet/gatenet/internal/testutil"
@@ -107,3 +111,267 @@ func TestSendfile(t *testing.T) {
 		require.Equal(t, sha256.Sum256(payload[:1<<20]), <-got)
 	})
 }
+
+// TestSendfileParityDeadline: a write deadline fires while a copy
+// from a file to a conn is blocked in sendfile(2) on a stalled peer.
+// io.Copy(conn, *os.File) goes through (*os.File).WriteTo, and net reports
+// the failure as os does, *fs.PathError{Op: "read"}; conn.ReadFrom(file)
+// and a LimitedReader report ReadFrom's *net.OpError{Op: "readfrom"}.
+func TestSendfileParityDeadline(t *testing.T) {
+	testutil.Watchdog(t, 3*time.Minute)
+	path := zcStreamFile(t, 21)
+	for _, how := range []string{"io.Copy", "ReadFrom", "LimitedReader"} {
+		t.Run(how, func(t *testing.T) {
+			sockParity(t, func(t *testing.T, s sockStack) zcObs {
+				c, srv, _ := sockPair(t, s, "tcp4")
+				names := udpNames(c, "<C>", srv, "<S>")
+				names.add(&net.UnixAddr{Name: path}, "<file>")
+				zcSmallBuffers(t, c, srv)
+				f, err := os.Open(path)
+				require.NoError(t, err)
+				defer f.Close()
+				before := gatenet.SendfileCalls()
+				offered := int64(zcFileSize)
+				lr := &io.LimitedReader{R: f, N: zcFileSize - 1000}
+				if how == "LimitedReader" {
+					offered = lr.N
+				}
+				n, err := zcExpireWhenStalled(t, c, func() (int64, error) {
+					switch how {
+					case "io.Copy":
+						return io.Copy(c, f)
+					case "ReadFrom":
+						return c.(io.ReaderFrom).ReadFrom(f)
+					}
+					return io.Copy(c, lr)
+				})
+				var o zcObs
+				o.Err = sockObserve(err, names)
+				o.Partial = n > 0 && n < offered
+				o.LimitN = how != "LimitedReader" || lr.N == offered-n
+				pos, _ := f.Seek(0, io.SeekCurrent)
+				o.Offset = pos == n
+				o.ZeroCopyRan = s.isNet() || gatenet.SendfileCalls() > before
+				zcFinish(t, &o, c, srv, n, 21, false)
+				return o
+			}, func(t *testing.T, s sockStack, o zcObs) {
+				if how == "io.Copy" {
+					require.Equal(t, "*fs.PathError", o.Err.Type)
+					require.Equal(t, "read <file>: i/o timeout", o.Err.Text)
+				} else {
+					require.Equal(t, "*net.OpError", o.Err.Type)
+					require.Equal(t, "readfrom", o.Err.Op)
+					require.True(t, o.Err.Timeout)
+				}
+				require.True(t, o.Err.Deadline, "%+v", o.Err)
+				require.True(t, o.Partial && o.Received && o.PrefixOK && o.LimitN && o.Offset && o.ZeroCopyRan, "%+v", o)
+			})
+		})
+	}
+}
+
+// TestSendfileGatenetFile: io.Copy(conn, *gatenet.File) of a
+// regular file takes sendfile(2) too (through the File's WriteTo, as with
+// an *os.File), and a deadline mid-copy reports as *os.File's would.
+func TestSendfileGatenetFile(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 3*time.Minute)
+	path := zcStreamFile(t, 28)
+	t.Run("Whole", func(t *testing.T) {
+		c, srv := testutil.TCPPair(t)
+		f, err := gatenet.OpenFile(path, os.O_RDONLY, 0)
+		require.NoError(t, err)
+		defer f.Close()
+		before := gatenet.SendfileCalls()
+		got := receiveHashed(srv)
+		n, err := io.Copy(c, f)
+		require.NoError(t, err)
+		require.EqualValues(t, zcFileSize, n)
+		require.Greater(t, gatenet.SendfileCalls(), before, "the sendfile path did not run")
+		require.NoError(t, c.CloseWrite())
+		r := <-got
+		require.NoError(t, r.err)
+		require.Equal(t, n, r.n)
+		require.Equal(t, streamPrefixHash(28, n), r.sum)
+	})
+	t.Run("Deadline", func(t *testing.T) {
+		c, srv := testutil.TCPPair(t)
+		zcSmallBuffers(t, c, srv)
+		f, err := gatenet.OpenFile(path, os.O_RDONLY, 0)
+		require.NoError(t, err)
+		defer f.Close()
+		n, err := zcExpireWhenStalled(t, c, func() (int64, error) { return io.Copy(c, f) })
+		var pe *fs.PathError
+		require.ErrorAs(t, err, &pe)
+		require.Equal(t, "read", pe.Op)
+		require.Equal(t, path, pe.Path)
+		require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+		require.True(t, n > 0 && n < zcFileSize, "n=%d", n)
+		var pos int64
+		rc, err := f.SyscallConn()
+		require.NoError(t, err)
+		require.NoError(t, rc.Control(func(fd uintptr) { pos, _ = unix.Seek(int(fd), 0, io.SeekCurrent) }))
+		require.Equal(t, n, pos, "the file offset advanced by what was sent")
+		var o zcObs
+		zcFinish(t, &o, c, srv, n, 28, false)
+		require.True(t, o.Received && o.PrefixOK, "%+v", o)
+	})
+}
+
+// TestSendfileParityLimitedReader: io.Copy(conn, LimitedReader) from a
+// file (sendfile) takes exactly N bytes, sets N to 0 and moves the file's
+// offset by what it sent.
+func TestSendfileParityLimitedReader(t *testing.T) {
+	testutil.Watchdog(t, 3*time.Minute)
+	path := zcStreamFile(t, 22)
+	const limit = zcLimit
+	sockParity(t, func(t *testing.T, s sockStack) zcObs {
+		c, srv, _ := sockPair(t, s, "tcp4")
+		f, err := os.Open(path)
+		require.NoError(t, err)
+		defer f.Close()
+		before := gatenet.SendfileCalls()
+		got := receiveHashed(srv)
+		lr := &io.LimitedReader{R: f, N: limit}
+		n, err := io.Copy(c, lr)
+		o := zcObs{Err: sockObserve(err, nil), LimitN: lr.N == 0 && n == limit}
+		pos, _ := f.Seek(0, io.SeekCurrent)
+		o.Offset = pos == n
+		o.ZeroCopyRan = s.isNet() || gatenet.SendfileCalls() > before
+		zcFinishWith(t, &o, c, got, srv, n, 22, false)
+		return o
+	}, func(t *testing.T, s sockStack, o zcObs) {
+		require.True(t, o.Err.Nil, "%+v", o.Err)
+		require.True(t, o.Received && o.PrefixOK && o.LimitN && o.Offset && o.ZeroCopyRan, "%+v", o)
+	})
+}
+
+// TestSendfileParityCloseDst: the same for a file→conn copy (sendfile).
+func TestSendfileParityCloseDst(t *testing.T) {
+	testutil.Watchdog(t, 3*time.Minute)
+	path := zcStreamFile(t, 27)
+	sockParity(t, func(t *testing.T, s sockStack) zcObs {
+		c, srv, _ := sockPair(t, s, "tcp4")
+		names := udpNames(c, "<C>", srv, "<S>")
+		zcSmallBuffers(t, c, srv)
+		f, err := os.Open(path)
+		require.NoError(t, err)
+		defer f.Close()
+		before := gatenet.SendfileCalls()
+		type res struct {
+			n   int64
+			err error
+		}
+		done := make(chan res, 1)
+		go func() {
+			n, err := io.Copy(c, f)
+			done <- res{n, err}
+		}()
+		zcWaitStalled(t, c)
+		c.Close()
+		r := <-done
+		o := zcObs{Err: sockObserve(r.err, names), Partial: r.n > 0 && r.n < zcFileSize}
+		names.add(&net.UnixAddr{Name: path}, "<file>")
+		o.ZeroCopyRan = s.isNet() || gatenet.SendfileCalls() > before
+		pos, _ := f.Seek(0, io.SeekCurrent)
+		o.Offset = pos == r.n
+		zcFinish(t, &o, c, srv, r.n, 27, true)
+		return o
+	}, func(t *testing.T, s sockStack, o zcObs) {
+		require.Equal(t, "*fs.PathError", o.Err.Type) // io.Copy via (*os.File).WriteTo, as above
+		require.True(t, o.Err.Closed, "%+v", o.Err)
+		require.True(t, o.Partial && o.Received && o.PrefixOK && o.Offset && o.ZeroCopyRan, "%+v", o)
+	})
+}
+
+// TestSendfileLarge: io.Copy(gatenet TCP conn, *os.File) of a
+// large regular file runs on sendfile(2) and arrives byte-exact.
+func TestSendfileLarge(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 5*time.Minute)
+	size := zeroCopyLargeSize()
+	path := t.TempDir() + "/payload"
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	want, err := writeStream(f, 11, size)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	c, s := testutil.TCPPair(t)
+	f, err = os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	got := receiveHashed(s)
+	before := gatenet.SendfileCalls()
+	n, err := io.Copy(c, f) // (*os.File).WriteTo → (*TCPConn).ReadFrom → sendfile
+	require.NoError(t, err)
+	require.Equal(t, size, n)
+	calls := gatenet.SendfileCalls() - before
+	require.NoError(t, c.CloseWrite())
+	r := <-got
+	require.NoError(t, r.err)
+	require.Equal(t, size, r.n)
+	require.Equal(t, want, r.sum, "SHA-256 of what arrived")
+	require.Greater(t, calls, int64(0), "the sendfile path did not run")
+	t.Logf("%d MiB in %d sendfile calls", size>>20, calls)
+}
+
+const fileToConnSize = 64 << 20
+
+// BenchmarkFileToConn: one iteration rewinds a 64 MiB regular file and
+// io.Copies it to a TCP conn; a reader goroutine on the accepted end
+// discards.
+func BenchmarkFileToConn(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "payload")
+	data := make([]byte, fileToConnSize)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		b.Fatalf("writing the payload: %v", err)
+	}
+	data = nil
+	for _, s := range tcpStacks() {
+		b.Run(s.name, func(b *testing.B) { benchFileToConn(b, s, path) })
+	}
+}
+
+func benchFileToConn(b *testing.B, s tcpStack, path string) {
+	testutil.CheckLeaks(b)
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatalf("open: %v", err)
+	}
+	defer f.Close()
+	c, a := tcpPair(b, s)
+	readDone := discardReader(a, 256<<10)
+
+	b.SetBytes(fileToConnSize)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			b.Fatalf("seek: %v", err)
+		}
+		n, err := io.Copy(c, f)
+		if err != nil {
+			b.Fatalf("copy: %v", err)
+		}
+		if n != fileToConnSize {
+			b.Fatalf("copied %d bytes, want %d", n, fileToConnSize)
+		}
+	}
+	if err := c.Close(); err != nil {
+		b.Errorf("closing the writer: %v", err)
+	}
+	res := <-readDone
+	b.StopTimer()
+	if res.Err != nil {
+		b.Errorf("reader: %v", res.Err)
+	}
+	if want := int64(b.N) * fileToConnSize; res.N != want {
+		b.Errorf("reader got %d bytes, want %d", res.N, want)
+	}
+}
+
+// ---- Proxy ----

@@ -333,3 +333,76 @@ func TestUDPEchoLossy(t *testing.T) {
 		})
 	}
 }
+
+const udpEchoSize = 512
+
+// BenchmarkUDPEcho512: the loop sends a 512-byte datagram from one
+// unconnected UDP socket to another, an echo goroutine sends it back, the
+// loop reads it. One iteration is one round trip (two datagrams).
+func BenchmarkUDPEcho512(b *testing.B) {
+	for _, s := range []udpStack{udpNetStack, udpGatenetStack} {
+		b.Run(s.Name, func(b *testing.B) { benchUDPEcho(b, s) })
+	}
+}
+
+func benchUDPEcho(b *testing.B, s udpStack) {
+	testutil.CheckLeaks(b)
+	srv := udpListen(b, s, "udp4", "127.0.0.1:0")
+	cli := udpListen(b, s, "udp4", "127.0.0.1:0")
+	srvAddr := srv.LocalAddr().(*net.UDPAddr).AddrPort()
+
+	echoDone := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 2*udpEchoSize)
+		for {
+			n, from, err := srv.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				if errors.Is(err, net.ErrClosed) {
+					err = nil // the benchmark is over
+				}
+				echoDone <- err
+				return
+			}
+			if _, err := srv.WriteToUDPAddrPort(buf[:n], from); err != nil {
+				echoDone <- err
+				return
+			}
+		}
+	}()
+
+	msg := make([]byte, udpEchoSize)
+	for i := range msg {
+		msg[i] = byte(i)
+	}
+	reply := make([]byte, 2*udpEchoSize)
+
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuNanos(b)
+	for range b.N {
+		if _, err := cli.WriteToUDPAddrPort(msg, srvAddr); err != nil {
+			b.Fatalf("write: %v", err) // the cleanup's close ends the echo goroutine
+		}
+		n, from, err := cli.ReadFromUDPAddrPort(reply)
+		if err != nil {
+			b.Fatalf("read: %v", err)
+		}
+		if n != udpEchoSize || from != srvAddr {
+			b.Fatalf("read %d bytes from %v, want %d from %v", n, from, udpEchoSize, srvAddr)
+		}
+	}
+	cpu1 := cpuNanos(b)
+	b.StopTimer()
+
+	b.ReportMetric(2*float64(b.N)/b.Elapsed().Seconds(), "dgrams/s")
+	b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/rt")
+
+	if err := srv.Close(); err != nil {
+		b.Errorf("closing the server: %v", err)
+	}
+	if err := <-echoDone; err != nil {
+		b.Errorf("echo: %v", err)
+	}
+}
+
+// ---- Writev64 ----
