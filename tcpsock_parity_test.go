@@ -139,41 +139,6 @@ func TestSockParityAfterClose(t *testing.T) {
 	}
 }
 
-// sockListenerClosedObs is what a closed listener reports.
-type sockListenerClosedObs struct {
-	Accept, Close, SetDeadline sockErrObs
-}
-
-func TestSockParityListenerAfterClose(t *testing.T) {
-	testutil.Watchdog(t, 2*time.Minute)
-	testutil.CheckLeaks(t)
-	for _, network := range []string{"tcp", "unix"} {
-		t.Run(network, func(t *testing.T) {
-			sockParity(t, func(t *testing.T, s sockStack) sockListenerClosedObs {
-				ln, err := s.Listen(network, sockAddress(t, network))
-				require.NoError(t, err)
-				n := &sockNames{}
-				n.add(ln.Addr(), "<L>")
-				require.NoError(t, ln.Close())
-				var o sockListenerClosedObs
-				_, err = ln.Accept()
-				o.Accept = sockObserve(err, n)
-				o.Close = sockObserve(ln.Close(), n)
-				o.SetDeadline = sockObserve(ln.(sockListener).SetDeadline(time.Now()), n)
-				return o
-			}, func(t *testing.T, s sockStack, o sockListenerClosedObs) {
-				require.Equal(t, "accept", o.Accept.Op)
-				require.True(t, o.Accept.Closed)
-				require.True(t, o.Accept.NetError)
-				require.False(t, o.Accept.Temporary, "net/http would spin on a Temporary close")
-				require.Equal(t, "<nil>", o.Accept.Source)
-				require.Equal(t, "close", o.Close.Op)
-				require.True(t, o.SetDeadline.ClosedBare, "listener SetDeadline errors are not wrapped")
-			})
-		})
-	}
-}
-
 func TestSockParityAcceptPastDeadline(t *testing.T) {
 	testutil.Watchdog(t, 2*time.Minute)
 	testutil.CheckLeaks(t)
@@ -502,20 +467,5 @@ func TestSockParityNilConn(t *testing.T) {
 		require.True(t, o.ZeroClose.EINVALBare)
 		require.True(t, o.NilLnAccept.EINVALBare)
 		require.True(t, o.ZeroAddrNil)
-	})
-}
-
-// TestSockListenEmptyAddress: Listen("tcp", "") is the wildcard on a
-// chosen port, as with net.
-func TestSockListenEmptyAddress(t *testing.T) {
-	sockParity(t, func(t *testing.T, s sockStack) string {
-		ln, err := s.Listen("tcp", "")
-		require.NoError(t, err)
-		defer ln.Close()
-		host, _, err := net.SplitHostPort(ln.Addr().String())
-		require.NoError(t, err)
-		return host
-	}, func(t *testing.T, s sockStack, host string) {
-		require.Equal(t, "::", host)
 	})
 }

@@ -2,7 +2,7 @@
 
 package gatenet_test
 
-// Conformance of gatenet.File with *os.File for pipes (stdlib-behaviour.md
+// Conformance of gatenet.File with *os.File for pipes (pipe.go, file.go) (stdlib-behaviour.md
 // §7 and §11 rows 6-9, 55-58 and 61), each behaviour observed on an os.Pipe
 // and on a gatenet pipe under every poller strategy, and compared. Regular
 // files, directories and NewFile are in file_newfile_test.go.

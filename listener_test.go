@@ -1,0 +1,128 @@
+//go:build linux
+
+package gatenet_test
+
+// The listeners (listener.go) side by side with net's (sockParity): what a
+// closed, nil or zero listener reports, and where Listen binds.
+
+import (
+	"context"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gatenet/gatenet"
+	"github.com/gatenet/gatenet/internal/testutil"
+)
+
+// sockListenerClosedObs is what a closed listener reports.
+type sockListenerClosedObs struct {
+	Accept, Close, SetDeadline sockErrObs
+}
+
+func TestSockParityListenerAfterClose(t *testing.T) {
+	testutil.Watchdog(t, 2*time.Minute)
+	testutil.CheckLeaks(t)
+	for _, network := range []string{"tcp", "unix"} {
+		t.Run(network, func(t *testing.T) {
+			sockParity(t, func(t *testing.T, s sockStack) sockListenerClosedObs {
+				ln, err := s.Listen(network, sockAddress(t, network))
+				require.NoError(t, err)
+				n := &sockNames{}
+				n.add(ln.Addr(), "<L>")
+				require.NoError(t, ln.Close())
+				var o sockListenerClosedObs
+				_, err = ln.Accept()
+				o.Accept = sockObserve(err, n)
+				o.Close = sockObserve(ln.Close(), n)
+				o.SetDeadline = sockObserve(ln.(sockListener).SetDeadline(time.Now()), n)
+				return o
+			}, func(t *testing.T, s sockStack, o sockListenerClosedObs) {
+				require.Equal(t, "accept", o.Accept.Op)
+				require.True(t, o.Accept.Closed)
+				require.True(t, o.Accept.NetError)
+				require.False(t, o.Accept.Temporary, "net/http would spin on a Temporary close")
+				require.Equal(t, "<nil>", o.Accept.Source)
+				require.Equal(t, "close", o.Close.Op)
+				require.True(t, o.SetDeadline.ClosedBare, "listener SetDeadline errors are not wrapped")
+			})
+		})
+	}
+}
+
+// TestSockListenEmptyAddress: Listen("tcp", "") is the wildcard on a
+// chosen port, as with net.
+func TestSockListenEmptyAddress(t *testing.T) {
+	sockParity(t, func(t *testing.T, s sockStack) string {
+		ln, err := s.Listen("tcp", "")
+		require.NoError(t, err)
+		defer ln.Close()
+		host, _, err := net.SplitHostPort(ln.Addr().String())
+		require.NoError(t, err)
+		return host
+	}, func(t *testing.T, s sockStack, host string) {
+		require.Equal(t, "::", host)
+	})
+}
+
+// sockListenerMethods is what a listener's every method reports, by name.
+type sockListenerMethods map[string]sockErrObs
+
+// listenerMethods calls each method net's listeners and gatenet's shared
+// listener type have in common on ln, a nil or zero listener.
+func listenerMethods(ln interface {
+	net.Listener
+	SetDeadline(time.Time) error
+	SyscallConn() (syscall.RawConn, error)
+	File() (*os.File, error)
+}) sockListenerMethods {
+	m := sockListenerMethods{}
+	_, err := ln.Accept()
+	m["Accept"] = sockObserve(err, nil)
+	m["Close"] = sockObserve(ln.Close(), nil)
+	m["SetDeadline"] = sockObserve(ln.SetDeadline(time.Now()), nil)
+	_, err = ln.SyscallConn()
+	m["SyscallConn"] = sockObserve(err, nil)
+	_, err = ln.File()
+	m["File"] = sockObserve(err, nil)
+	return m
+}
+
+// TestListenerNilAndZero: every method of a nil or a zero TCPListener or
+// UnixListener reports a bare EINVAL, as net's do, through the listener
+// type they share (listener.go); gatenet's own AcceptContext and WaitRead
+// too.
+func TestListenerNilAndZero(t *testing.T) {
+	type obs struct{ NilTCP, ZeroTCP, NilUnix, ZeroUnix sockListenerMethods }
+	sockParity(t, func(t *testing.T, s sockStack) obs {
+		if s.isNet() {
+			return obs{
+				listenerMethods((*net.TCPListener)(nil)), listenerMethods(&net.TCPListener{}),
+				listenerMethods((*net.UnixListener)(nil)), listenerMethods(&net.UnixListener{}),
+			}
+		}
+		return obs{
+			listenerMethods((*gatenet.TCPListener)(nil)), listenerMethods(&gatenet.TCPListener{}),
+			listenerMethods((*gatenet.UnixListener)(nil)), listenerMethods(&gatenet.UnixListener{}),
+		}
+	}, func(t *testing.T, s sockStack, o obs) {
+		for _, m := range []sockListenerMethods{o.NilTCP, o.ZeroTCP, o.NilUnix, o.ZeroUnix} {
+			for name, e := range m {
+				require.True(t, e.EINVALBare, "%s: %+v", name, e)
+			}
+		}
+	})
+	type extra interface {
+		AcceptContext(context.Context) (net.Conn, error)
+		WaitRead(context.Context) error
+	}
+	for _, ln := range []extra{(*gatenet.TCPListener)(nil), &gatenet.TCPListener{}, (*gatenet.UnixListener)(nil), &gatenet.UnixListener{}} {
+		_, err := ln.AcceptContext(context.Background())
+		require.Equal(t, syscall.EINVAL, err, "AcceptContext on %#v", ln)
+		require.Equal(t, syscall.EINVAL, ln.WaitRead(context.Background()), "WaitRead on %#v", ln)
+	}
+}
