@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"sync"
 	"syscall"
 	"testing"
@@ -423,11 +422,7 @@ func TestFaultsFromEnvironment(t *testing.T) {
 		{"invalid", "slicer=9-1"},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestFaultsEnvChild$", "-test.count=1", "-test.v")
-			cmd.Env = append(os.Environ(), faults.EnvVar+"="+tc.spec, "GATENET_FAULTS_CHILD="+tc.mode)
-			out, err := cmd.CombinedOutput()
-			require.NoError(t, err, "%s", out)
-			require.Contains(t, string(out), "--- PASS: TestFaultsEnvChild")
+			testutil.RunChild(t, "TestFaultsEnvChild", faults.EnvVar+"="+tc.spec, "GATENET_FAULTS_CHILD="+tc.mode)
 		})
 	}
 }

@@ -3,13 +3,11 @@
 package reliability_test
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"os/signal"
 	"syscall"
 	"testing"
@@ -311,11 +309,8 @@ func TestFaultStalledReader(t *testing.T) {
 func TestFaultEMFILE(t *testing.T) {
 	testutil.CheckLeaks(t)
 	testutil.Watchdog(t, faultWatchdog)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestEMFILEChild$", "-test.v", "-test.count=1", "-test.timeout=90s")
-	cmd.Env = append(os.Environ(), "GATENET_EMFILE_CHILD=1")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "child failed:\n%s", out)
-	require.True(t, bytes.Contains(out, []byte("EMFILE-OK")), "child did not report success:\n%s", out)
+	out := testutil.RunChild(t, "TestEMFILEChild", "GATENET_EMFILE_CHILD=1")
+	require.Contains(t, out, "EMFILE-OK", "child did not report success:\n%s", out)
 }
 
 // TestEMFILEChild is TestFaultEMFILE's child; it skips unless re-executed.

@@ -3,13 +3,11 @@
 package reliability_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -47,15 +45,12 @@ func TestSignalStorm(t *testing.T) {
 		t.Run(fmt.Sprintf("%s/%d-shards", name, shards), func(t *testing.T) {
 			testutil.CheckLeaks(t)
 			testutil.Watchdog(t, signalWatchdog)
-			cmd := exec.Command(os.Args[0], "-test.run=^TestSignalStormChild$", "-test.v", "-test.count=1", "-test.timeout=100s")
-			cmd.Env = append(os.Environ(),
+			out := testutil.RunChild(t, "TestSignalStormChild",
 				"GATENET_SIGNAL_CHILD=1",
 				"GATENET_POLLER="+name,
 				"GATENET_SHARDS="+strconv.Itoa(shards),
 				"GATENET_SIGNAL_WANT="+opts.String())
-			out, err := cmd.CombinedOutput()
-			require.NoError(t, err, "child failed:\n%s", out)
-			require.True(t, bytes.Contains(out, []byte("SIGNALS-OK")), "child did not report success:\n%s", out)
+			require.Contains(t, out, "SIGNALS-OK", "child did not report success:\n%s", out)
 			for _, line := range strings.Split(string(out), "\n") {
 				if strings.Contains(line, "storm:") {
 					t.Log(strings.TrimSpace(line))

@@ -9,7 +9,9 @@ import (
 	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,4 +156,22 @@ func NewPoller(t testing.TB, opts pollfd.Options) *pollfd.Poller {
 		}
 	})
 	return p
+}
+
+// RunChild runs the test named test of this test binary in a child
+// process, with env added to this process's environment, fails t unless
+// it passes (so a child test that skips fails it too), and returns what it
+// printed. The child test tells that it is one by a variable in env.
+func RunChild(t testing.TB, test string, env ...string) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.v", "-test.timeout=100s")
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child %s: %v\n%s", test, err, out)
+	}
+	if !strings.Contains(string(out), "--- PASS: "+test+" ") {
+		t.Fatalf("child %s did not pass:\n%s", test, out)
+	}
+	return string(out)
 }
