@@ -21,15 +21,11 @@ func FileConn(f *os.File) (net.Conn, error) {
 	if err != nil {
 		return nil, fileOpError(f, err)
 	}
-	switch fd.localAddr().(type) {
-	case *net.TCPAddr:
+	if _, ok := fd.localAddr().(*net.TCPAddr); ok {
 		return newTCPConn(fd, defaultKeepAliveIdle, net.KeepAliveConfig{}), nil
-	case *net.UDPAddr:
-		return newUDPConn(fd), nil
-	case *net.IPAddr:
-		return newIPConn(fd), nil
-	case *net.UnixAddr:
-		return newUnixConn(fd), nil
+	}
+	if c := packetConnOf(fd); c != nil {
+		return c, nil
 	}
 	fd.Close()
 	return nil, fileOpError(f, unix.EINVAL)
@@ -45,16 +41,28 @@ func FilePacketConn(f *os.File) (net.PacketConn, error) {
 	if err != nil {
 		return nil, fileOpError(f, err)
 	}
-	switch fd.localAddr().(type) {
-	case *net.UDPAddr:
-		return newUDPConn(fd), nil
-	case *net.IPAddr:
-		return newIPConn(fd), nil
-	case *net.UnixAddr:
-		return newUnixConn(fd), nil
+	if c := packetConnOf(fd); c != nil {
+		return c, nil
 	}
 	fd.Close()
 	return nil, fileOpError(f, unix.EINVAL)
+}
+
+// packetConnOf is the conn FileConn and FilePacketConn both make of a UDP,
+// raw IP or Unix socket; nil for any other.
+func packetConnOf(fd *netFD) interface {
+	net.Conn
+	net.PacketConn
+} {
+	switch fd.localAddr().(type) {
+	case *net.UDPAddr:
+		return newUDPConn(fd)
+	case *net.IPAddr:
+		return newIPConn(fd)
+	case *net.UnixAddr:
+		return newUnixConn(fd)
+	}
+	return nil
 }
 
 // FileListener returns a listener for a copy of f's listening socket, as
