@@ -33,7 +33,7 @@ package pollfd
 // harvests only while no waiter its shard woke is still waiting to run
 // (harvestNow says why).
 //
-// RuntimePark (combinable with either, "+rpark"; park.go) moves the
+// RuntimePark (combinable with either, "+rpark"; slots.go) moves the
 // waiter's park from its gate into the runtime's poller, on a pooled
 // eventfd, trading the scheduler's wake of an idle P (a futex wake per
 // readied goroutine) for an eventfd write the runtime's poller picks up on

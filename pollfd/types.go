@@ -77,7 +77,7 @@ type Options struct {
 	Shards int
 	// RuntimePark lets a parking waiter wait in the Go runtime's poller,
 	// on one of a few eventfds, so that its wake-up needs no thread wake
-	// (park.go).
+	// (slots.go).
 	RuntimePark bool
 }
 
