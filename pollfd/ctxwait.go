@@ -84,7 +84,7 @@ func (d *Desc) ctxGate(g *gate) *ctxGate {
 // ctxGateFor returns g's registration for ctx, registering it unless
 // this gate's contexts are one per call (see the top of this file), or
 // nil: this wait selects. Called with mu held.
-func (d *Desc) ctxGateFor(g *gate, ctx context.Context) *ctxGate {
+func (d *Desc) ctxGateFor(ctx context.Context, g *gate) *ctxGate {
 	done := ctx.Done()
 	cg := d.ctxGate(g)
 	again := cg.last == done
@@ -105,14 +105,14 @@ func (d *Desc) ctxGateFor(g *gate, ctx context.Context) *ctxGate {
 		cg.perCall = true
 		return nil
 	}
-	d.registerLocked(g, cg, ctx, done)
+	d.registerLocked(ctx, g, cg, done)
 	cg.uses = 1
 	return cg
 }
 
 // registerLocked makes cg the registration for ctx (whose Done channel is
 // done), replacing another context's. Called with mu held.
-func (d *Desc) registerLocked(g *gate, cg *ctxGate, ctx context.Context, done <-chan struct{}) {
+func (d *Desc) registerLocked(ctx context.Context, g *gate, cg *ctxGate, done <-chan struct{}) {
 	if cg.done == done {
 		return
 	}
@@ -126,13 +126,13 @@ func (d *Desc) registerLocked(g *gate, cg *ctxGate, ctx context.Context, done <-
 	// which the waiter does not wait for: a cancellation that comes before
 	// the registration is made finds ctx.Err() set under mu (the waiter
 	// checks it before parking), and one after it runs the callback.
-	go d.register(g, cg, ctx, done)
+	go d.register(ctx, g, cg, done)
 }
 
 // register makes the AfterFunc registration and hands its stop to cg,
 // unless cg has moved on (another context, or Unblock) meanwhile: then it
 // stops it at once.
-func (d *Desc) register(g *gate, cg *ctxGate, ctx context.Context, done <-chan struct{}) {
+func (d *Desc) register(ctx context.Context, g *gate, cg *ctxGate, done <-chan struct{}) {
 	stop := context.AfterFunc(ctx, func() { d.contextDone(g, done) })
 	d.mu.Lock()
 	if cg.done == done && cg.stop == nil && !d.is(descClosing) {
@@ -186,7 +186,7 @@ func (d *Desc) waitCancelable(ctx context.Context, mode Mode) error {
 			return err
 		}
 		var canceled bool
-		switch cg := d.ctxGateFor(g, ctx); {
+		switch cg := d.ctxGateFor(ctx, g); {
 		case cg == nil: // contexts come one per call here: select
 			canceled = d.parkLocked(g, nil, ctx.Done())
 		case ctx.Err() != nil: // registered, and already done

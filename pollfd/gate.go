@@ -535,15 +535,15 @@ func (d *Desc) Close() error {
 	d.setLocked(descClosed, true)
 	inSet := d.is(descInSet)
 	d.mu.Unlock()
-	p := d.shard
+	s := d.shard
 	// The errno is ignored as the runtime ignores netpollclose's: the fd may
 	// already be gone from the set (closed elsewhere, or a dup still open).
 	if inSet {
-		_ = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, int(d.fd), &unix.EpollEvent{})
+		_ = unix.EpollCtl(s.epfd, unix.EPOLL_CTL_DEL, int(d.fd), &unix.EpollEvent{})
 	}
-	p.table.remove(d)
-	if p.stats.registered.Add(-1) == 0 {
-		p.loop.unregistered(p)
+	s.table.remove(d)
+	if s.stats.registered.Add(-1) == 0 {
+		s.loop.unregistered(s)
 	}
 	return nil
 }

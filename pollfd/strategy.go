@@ -84,15 +84,15 @@ type harvester struct {
 // request/response traffic on a few connections nothing is queued when a
 // waiter parks, and the harvest works as before (docs/DESIGN.md, "Harvest
 // fairness").
-func (p *shard) harvestNow() {
-	h := &p.harvester
+func (s *shard) harvestNow() {
+	h := &s.harvester
 	if !h.mu.TryLock() {
 		return
 	}
-	n, errno := epollWaitNow(p.epfd, h.buf[:])
+	n, errno := epollWaitNow(s.epfd, h.buf[:])
 	if errno == 0 && n > 0 {
-		p.stats.harvests.Add(1)
-		p.dispatch(h.buf[:n])
+		s.stats.harvests.Add(1)
+		s.dispatch(h.buf[:n])
 	}
 	h.mu.Unlock()
 }
