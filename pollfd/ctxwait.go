@@ -13,7 +13,7 @@ package pollfd
 // to 4 KiB). A gate's first cancellable wait registers. If a registration
 // then serves a single wait before another context replaces it, the gate's
 // contexts come one per call (a fresh context per ReadContext), where a
-// registration (a goroutine and about 600 bytes) would cost more than it
+// registration (a goroutine and its allocations) would cost more than it
 // saves: such waits select on the gate's wake channel and the context's Done
 // channel (parkLocked's select medium) until a context comes back twice
 // in a row.

@@ -189,7 +189,7 @@ func (l *drainLoop) wake() error {
 	return err
 }
 
-// runDedicated is the seed's drain loop: epoll_wait(-1), EINTR retried
+// runDedicated is the dedicated drain loop: epoll_wait(-1), EINTR retried
 // (in Go it is common: the runtime preempts with SIGURG), until stop; and,
 // once an idle check is scheduled, epoll_wait(idleLinger) until it is due.
 func (l *drainLoop) runDedicated(s *shard) {

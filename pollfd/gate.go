@@ -52,8 +52,8 @@ package pollfd
 // What few descriptors need is kept out of the Desc: the wake channel and
 // the slot are the gate's altPark, in the Desc's descExt with a
 // ReadyList's watch, and a deadline's timer is in the gateTimer. A Desc
-// without them is 96 bytes (192 with them inline; an idle server holds one
-// per connection).
+// without them stays small (TestDescSize): an idle server holds one per
+// connection.
 //
 // Transitions of one gate, each made under mu:
 //

@@ -82,8 +82,8 @@ type Options struct {
 }
 
 // DefaultOptions returns what Default uses unless GATENET_POLLER says
-// otherwise: Nested with Harvest and RuntimePark (see the measurements
-// above).
+// otherwise: Nested with Harvest and RuntimePark (strategy.go says why;
+// docs/PERFORMANCE.md has the measurements).
 func DefaultOptions() Options { return Options{Strategy: Nested, Harvest: true, RuntimePark: true} }
 
 // String gives the form ParseOptions reads: "nested", "dedicated",
