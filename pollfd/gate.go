@@ -79,7 +79,7 @@ package pollfd
 //	SetDeadline  in the past: expired = true and wake a waiter (no ready);
 //	             in the future or cleared: wake nobody.
 //	Unblock      closing = true; wake both waiters (no ready).
-//	Kick         one gate's edge without an event (the fault layer's
+//	kick         one gate's edge without an event (the fault layer's
 //	             wake-up): ready = true; if waiting, woken as by an edge.
 //
 // Why each race is safe:
@@ -163,7 +163,11 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gatenet/gatenet/internal/pollhook"
 )
+
+func init() { pollhook.Kick = (*Desc).kick }
 
 // Desc.state bits (see the top of this file).
 const (
@@ -466,13 +470,14 @@ func (d *Desc) deliver(events uint32) {
 	d.mu.Unlock()
 }
 
-// Kick wakes mode's waiter as an edge would, with no event behind it: the
+// kick wakes mode's waiter as an edge would, with no event behind it: the
 // waiter retries its system call, which may find nothing and park again,
 // as after any spurious wake-up (contract 5). With no waiter the edge is
-// kept for the next Wait, as an event's is. The fault layer uses it to end
-// a delay it injected and to inject spurious wake-ups; it is not an event,
-// so Stats counts it apart (WakeupsKick).
-func (d *Desc) Kick(mode Mode) {
+// kept for the next Wait, as an event's is. The fault layer
+// (internal/poll) uses it, through internal/pollhook, to end a delay it
+// injected and to inject spurious wake-ups; it is not an event, so Stats
+// counts it apart (WakeupsKick).
+func (d *Desc) kick(mode Mode) {
 	d.mu.Lock()
 	g := d.gate(mode)
 	g.ready = true

@@ -167,7 +167,7 @@ type Stats struct {
 	WakeupsEvent    uint64 // readiness
 	WakeupsDeadline uint64 // a deadline expired or was set in the past
 	WakeupsClose    uint64 // Unblock (Close)
-	WakeupsKick     uint64 // Kick: a wake-up a caller asked for (fault injection)
+	WakeupsKick     uint64 // a wake-up the fault layer asked for (Desc.kick)
 	Canceled        uint64 // waits abandoned because their context ended
 
 	// EventsPerWait is a histogram of the events one drain-loop epoll_wait
