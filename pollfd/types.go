@@ -116,6 +116,16 @@ func (o Options) validate() error {
 
 // ParseOptions reads the String form of Options.
 func ParseOptions(s string) (Options, error) {
+	o, err := parseOptions(s)
+	if err != nil {
+		return o, fmt.Errorf("pollfd: %w in %q (want nested or dedicated, optionally +harvest and +rpark)", err, s)
+	}
+	return o, nil
+}
+
+// parseOptions is ParseOptions, with an error that says only what is wrong
+// (GATENET_POLLER's error says the rest: env.go).
+func parseOptions(s string) (Options, error) {
 	var o Options
 	parts := strings.Split(strings.TrimSpace(s), "+")
 	switch parts[0] {
@@ -124,7 +134,7 @@ func ParseOptions(s string) (Options, error) {
 	case "dedicated":
 		o.Strategy = Dedicated
 	default:
-		return o, fmt.Errorf("pollfd: unknown strategy %q (want nested or dedicated, optionally +harvest and +rpark)", s)
+		return o, fmt.Errorf("unknown strategy %q", parts[0])
 	}
 	for _, extra := range parts[1:] {
 		switch {
@@ -133,7 +143,7 @@ func ParseOptions(s string) (Options, error) {
 		case extra == "rpark" && !o.RuntimePark:
 			o.RuntimePark = true
 		default:
-			return o, fmt.Errorf("pollfd: unknown or repeated option %q in %q", extra, s)
+			return o, fmt.Errorf("unknown or repeated option %q", extra)
 		}
 	}
 	return o, nil
