@@ -50,9 +50,10 @@ package pollfd
 // loops call it once they must park. What a parked goroutine keeps on its
 // stack is the loop's frame, parkLocked's and the runtime's (the
 // stack-depth rule at the top of gate.go): so parkLocked's steps before
-// and after the sleep that need room (publishLocked, unparkLocked) and the
-// select (sleepOrDone) are calls, whose frames are gone by the time it
-// sleeps, and the semaphore's park, the usual one, is inline.
+// and after the sleep that need room (publishLocked, unparkLocked) are
+// calls, whose frames are gone by the time it sleeps; the select
+// (sleepOrDone) is a call whose frame only parks that select keep; and the
+// semaphore's park, the usual one, is inline.
 
 // parkLocked parks g's waiter: on slot s if s is not nil (taken from the
 // shard's slots, given back here), in a select on g's wake channel and done
