@@ -7,24 +7,25 @@ package pollfd
 // Two ways to park. A context that keeps coming back — a server's, passed
 // to every read of a connection, or a request's over the many reads of one
 // body — is registered with context.AfterFunc once per gate and kept; a
-// wait with it parks on the gate's semaphore exactly as Wait does: no
-// select, no sudog, no allocation, and a stack as shallow
-// as Wait's (a select's frames doubled an idle connection's stack to
-// 4 KiB). A gate's first cancellable wait registers. If a registration
+// wait with it parks on the gate's semaphore as Wait does (parkLocked,
+// park.go): no select, no sudog, no allocation, and a stack about as
+// shallow as Wait's (a select's frames doubled an idle connection's stack
+// to 4 KiB). A gate's first cancellable wait registers. If a registration
 // then serves a single wait before another context replaces it, the gate's
 // contexts come one per call (a fresh context per ReadContext), where a
-// registration (a goroutine and about 600 bytes) would cost more than it
+// registration (a goroutine and its allocations) would cost more than it
 // saves: such waits select on the gate's wake channel and the context's Done
-// channel (parkOrDone) until a context comes back twice in a row.
+// channel (parkLocked's select medium) until a context comes back twice
+// in a row.
 //
 // Registrations are keyed by the context's Done channel (contexts are not
 // always comparable; two contexts sharing a Done channel end together).
 // The protocol of a registered park, all under the Desc's mu:
 //
 //	park     if ctx is already done, withdraw (errDone); else parked =
-//	         true, waiting = true, park on wake. ctx.Err() is set before
-//	         any AfterFunc callback starts, so a cancellation either is seen
-//	         here or finds waiting set.
+//	         true, then the park (park.go) on the gate's semaphore.
+//	         ctx.Err() is set before any AfterFunc callback starts, so a
+//	         cancellation either is seen here or finds waiting set.
 //	fired    the AfterFunc callback (its own goroutine): if waiting and
 //	         parked and the registration is still this gate's for that
 //	         Done channel, set canceled and wake the gate (wakeLocked) —
@@ -83,7 +84,7 @@ func (d *Desc) ctxGate(g *gate) *ctxGate {
 // ctxGateFor returns g's registration for ctx, registering it unless
 // this gate's contexts are one per call (see the top of this file), or
 // nil: this wait selects. Called with mu held.
-func (d *Desc) ctxGateFor(g *gate, ctx context.Context) *ctxGate {
+func (d *Desc) ctxGateFor(ctx context.Context, g *gate) *ctxGate {
 	done := ctx.Done()
 	cg := d.ctxGate(g)
 	again := cg.last == done
@@ -104,14 +105,14 @@ func (d *Desc) ctxGateFor(g *gate, ctx context.Context) *ctxGate {
 		cg.perCall = true
 		return nil
 	}
-	d.registerLocked(g, cg, ctx, done)
+	d.registerLocked(ctx, g, cg, done)
 	cg.uses = 1
 	return cg
 }
 
 // registerLocked makes cg the registration for ctx (whose Done channel is
 // done), replacing another context's. Called with mu held.
-func (d *Desc) registerLocked(g *gate, cg *ctxGate, ctx context.Context, done <-chan struct{}) {
+func (d *Desc) registerLocked(ctx context.Context, g *gate, cg *ctxGate, done <-chan struct{}) {
 	if cg.done == done {
 		return
 	}
@@ -125,13 +126,13 @@ func (d *Desc) registerLocked(g *gate, cg *ctxGate, ctx context.Context, done <-
 	// which the waiter does not wait for: a cancellation that comes before
 	// the registration is made finds ctx.Err() set under mu (the waiter
 	// checks it before parking), and one after it runs the callback.
-	go d.register(g, cg, ctx, done)
+	go d.register(ctx, g, cg, done)
 }
 
 // register makes the AfterFunc registration and hands its stop to cg,
 // unless cg has moved on (another context, or Unblock) meanwhile: then it
 // stops it at once.
-func (d *Desc) register(g *gate, cg *ctxGate, ctx context.Context, done <-chan struct{}) {
+func (d *Desc) register(ctx context.Context, g *gate, cg *ctxGate, done <-chan struct{}) {
 	stop := context.AfterFunc(ctx, func() { d.contextDone(g, done) })
 	d.mu.Lock()
 	if cg.done == done && cg.stop == nil && !d.is(descClosing) {
@@ -170,10 +171,11 @@ func (d *Desc) stopContextsLocked() (stops [2]func() bool) {
 }
 
 // waitCancelable is wait, abandoned (errDone) when ctx is done; ctx has a
-// Done channel (WaitContext sends the others to wait). A registered
-// context's park is inline, as wait's plain one is (gate.go, "Stack
-// depth"): a server's context is the usual one for an idle connection.
-func (d *Desc) waitCancelable(mode Mode, ctx context.Context) error {
+// Done channel (WaitContext sends the others to wait). Its parks are
+// parkLocked's (park.go): on the gate's semaphore with a registered
+// context, whose callback is one more waker, or in a select on the
+// context's Done channel with one that is not.
+func (d *Desc) waitCancelable(ctx context.Context, mode Mode) error {
 	g, err := d.beginWait(mode)
 	if err != nil {
 		return err
@@ -183,54 +185,27 @@ func (d *Desc) waitCancelable(mode Mode, ctx context.Context) error {
 			d.mu.Unlock()
 			return err
 		}
-		cg := d.ctxGateFor(g, ctx) // nil: this wait selects
-		if cg == nil || ctx.Err() != nil {
-			if done, err := d.parkOrAbandonLocked(mode, g, ctx, cg); done {
-				d.mu.Unlock()
-				return err
-			}
-			continue
+		var canceled bool
+		switch cg := d.ctxGateFor(ctx, g); {
+		case cg == nil: // contexts come one per call here: select
+			canceled = d.parkLocked(g, nil, ctx.Done())
+		case ctx.Err() != nil: // registered, and already done
+			d.shard.stats.canceled.Add(1)
+			d.mu.Unlock()
+			return errDone
+		default:
+			cg.parked = true
+			d.parkLocked(g, nil, nil)
+			cg.parked = false
+			canceled, cg.canceled = cg.canceled, false
 		}
-		g.sema.prepare()
-		cg.parked = true
-		g.waiting = true
-		d.mu.Unlock()
-		d.shard.stats.parks.Add(1)
-		g.sema.park()
-		d.mu.Lock()
-		d.resumedLocked(g)
-		cg.parked = false
-		if cg.canceled {
-			cg.canceled = false
+		if canceled {
 			if done, err := d.canceledLocked(mode, g); done {
 				d.mu.Unlock()
 				return err
 			}
 		}
 	}
-}
-
-// parkOrAbandonLocked is waitCancelable's less usual half: a registered
-// context that is already done abandons the wait; an unregistered one (a
-// context per call, cg nil) parks in a select on wake and the context's
-// Done channel. Called and returns with mu held; done when the wait is
-// over: errDone if the context ended it, or an error.
-func (d *Desc) parkOrAbandonLocked(mode Mode, g *gate, ctx context.Context, cg *ctxGate) (done bool, err error) {
-	if cg != nil { // registered, and ctx is done
-		d.shard.stats.canceled.Add(1)
-		return true, errDone
-	}
-	a := d.altLocked(g)
-	if a.wake == nil {
-		a.wake = make(chan struct{}, 1)
-	}
-	g.waiting, g.selected = true, true
-	d.mu.Unlock()
-	d.shard.stats.parks.Add(1)
-	if !d.parkOrDone(g, a.wake, ctx.Done()) { // returns with mu held
-		return false, nil
-	}
-	return d.canceledLocked(mode, g)
 }
 
 // canceledLocked decides a park the context ended: readiness that came
@@ -244,34 +219,4 @@ func (d *Desc) canceledLocked(mode Mode, g *gate) (done bool, err error) {
 		return true, err
 	}
 	return true, errDone
-}
-
-// parkOrDone parks on g's wake channel or until done closes, and returns
-// with mu held. It reports whether done won; then, if a waker had already
-// claimed the park, its token has been taken, so the next park starts
-// clean. Kept out of wait so that the select's frame is paid only
-// by waits that select (a parked goroutine's stack is most of an idle
-// connection's cost).
-func (d *Desc) parkOrDone(g *gate, wake chan struct{}, done <-chan struct{}) bool {
-	select {
-	case <-wake:
-		d.mu.Lock()
-		d.resumedLocked(g)
-		g.selected = false
-		return false
-	case <-done:
-	}
-	d.mu.Lock()
-	d.resumedLocked(g)
-	g.selected = false
-	if g.waiting {
-		// Nobody woke us: withdraw, and no token will come.
-		g.waiting = false
-		d.shard.stats.canceled.Add(1)
-		return true
-	}
-	// A waker cleared waiting and sent the token under mu, which we now
-	// hold: take it.
-	<-wake
-	return true
 }

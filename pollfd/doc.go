@@ -30,8 +30,9 @@
 // (EPOLLIN|EPOLLOUT|EPOLLRDHUP|EPOLLET). Why no edge is lost is argued in
 // gate.go; how the poller waits for epoll (a dedicated thread, or the epoll
 // descriptor nested in the runtime's own poller, with or without waiter-side
-// harvesting) is in strategy.go; where a waiter parks (on its gate, or, by
-// default, in the runtime's poller on a pooled eventfd) is in park.go; the
+// harvesting) is in strategy.go; how a waiter parks and is woken is in
+// park.go, on its gate's semaphore (sema_runtime.go) or, by default, in
+// the runtime's poller on a pooled eventfd (slots.go); the
 // drain loop's life cycle (it runs only while descriptors are registered,
 // so an idle program keeps no goroutine of gatenet's) is in drain.go.
 //

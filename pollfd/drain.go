@@ -102,9 +102,9 @@ type drainLoop struct {
 	alive sync.Mutex
 }
 
-func (l *drainLoop) start(p *shard) error {
+func (l *drainLoop) start(s *shard) error {
 	l.buf = make([]unix.EpollEvent, eventBatch)
-	switch p.poller.opts.Strategy {
+	switch s.poller.opts.Strategy {
 	case Dedicated:
 		efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 		if err != nil {
@@ -112,7 +112,7 @@ func (l *drainLoop) start(p *shard) error {
 		}
 		ev := unix.EpollEvent{Events: unix.EPOLLIN}
 		setToken(&ev, wakeToken)
-		if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, efd, &ev); err != nil {
+		if err := unix.EpollCtl(s.epfd, unix.EPOLL_CTL_ADD, efd, &ev); err != nil {
 			unix.Close(efd)
 			return os.NewSyscallError("epoll_ctl", err)
 		}
@@ -120,8 +120,8 @@ func (l *drainLoop) start(p *shard) error {
 	case Nested:
 		// os.NewFile registers a descriptor with the runtime poller only if
 		// it is already non-blocking. The epoll fd is dup'ed so that the
-		// os.File owns its own number and Poller.Close closes p.epfd itself.
-		dup, err := unix.FcntlInt(uintptr(p.epfd), unix.F_DUPFD_CLOEXEC, 0)
+		// os.File owns its own number and Poller.Close closes s.epfd itself.
+		dup, err := unix.FcntlInt(uintptr(s.epfd), unix.F_DUPFD_CLOEXEC, 0)
 		if err != nil {
 			return os.NewSyscallError("fcntl", err)
 		}
@@ -137,7 +137,7 @@ func (l *drainLoop) start(p *shard) error {
 			return err
 		}
 		l.rc = rc
-		l.drainFn = func(uintptr) bool { return l.drainNow(p) }
+		l.drainFn = func(uintptr) bool { return l.drainNow(s) }
 	}
 	// The loop itself starts with the first registered descriptor.
 	return nil
@@ -145,7 +145,7 @@ func (l *drainLoop) start(p *shard) error {
 
 // registered is called by open after it has counted a new descriptor:
 // it starts the loop if none is running.
-func (l *drainLoop) registered(p *shard) {
+func (l *drainLoop) registered(s *shard) {
 	if l.running.Load() {
 		return
 	}
@@ -153,12 +153,12 @@ func (l *drainLoop) registered(p *shard) {
 	if !l.running.Load() && !l.stopped {
 		l.running.Store(true)
 		l.alive.Lock() // a loop that has just decided to exit may still hold it
-		p.stats.drainStarts.Add(1)
-		p.stats.drainLoops.Add(1)
-		if p.poller.opts.Strategy == Dedicated {
-			go l.runDedicated(p)
+		s.stats.drainStarts.Add(1)
+		s.stats.drainLoops.Add(1)
+		if s.poller.opts.Strategy == Dedicated {
+			go l.runDedicated(s)
 		} else {
-			go l.runNested(p)
+			go l.runNested(s)
 		}
 	}
 	l.mu.Unlock()
@@ -168,11 +168,11 @@ func (l *drainLoop) registered(p *shard) {
 // registered descriptors has fallen to zero: unless a check is already
 // scheduled, the nested loop checks idleLinger from now, and exits if the
 // shard is still empty then.
-func (l *drainLoop) unregistered(p *shard) {
+func (l *drainLoop) unregistered(s *shard) {
 	if !l.armed.CompareAndSwap(false, true) {
 		return
 	}
-	if p.poller.opts.Strategy == Dedicated {
+	if s.poller.opts.Strategy == Dedicated {
 		l.wake()
 		return
 	}
@@ -189,18 +189,18 @@ func (l *drainLoop) wake() error {
 	return err
 }
 
-// runDedicated is the seed's drain loop: epoll_wait(-1), EINTR retried
+// runDedicated is the dedicated drain loop: epoll_wait(-1), EINTR retried
 // (in Go it is common: the runtime preempts with SIGURG), until stop; and,
 // once an idle check is scheduled, epoll_wait(idleLinger) until it is due.
-func (l *drainLoop) runDedicated(p *shard) {
-	defer l.exited(p)
+func (l *drainLoop) runDedicated(s *shard) {
+	defer l.exited(s)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	timeout := -1
 	for {
-		n, err := unix.EpollWait(p.epfd, l.buf, timeout)
+		n, err := unix.EpollWait(s.epfd, l.buf, timeout)
 		if err == unix.EINTR {
-			p.stats.eintr.Add(1)
+			s.stats.eintr.Add(1)
 			continue
 		}
 		if err != nil {
@@ -209,14 +209,14 @@ func (l *drainLoop) runDedicated(p *shard) {
 		if n == 0 && timeout >= 0 { // the idle check is due
 			timeout = -1
 			l.armed.Store(false)
-			if l.exitIfIdle(p) {
+			if l.exitIfIdle(s) {
 				return
 			}
 			continue
 		}
-		p.stats.recordWait(n)
-		woken := p.dispatch(l.buf[:n])
-		if p.closed.Load() {
+		s.stats.recordWait(n)
+		woken := s.dispatch(l.buf[:n])
+		if s.closed.Load() {
 			return
 		}
 		if woken {
@@ -230,34 +230,34 @@ func (l *drainLoop) runDedicated(p *shard) {
 // runNested waits for the epoll fd in the runtime poller and drains it
 // with zero-timeout epoll_wait until it comes back short; it returns when
 // stop closes epfile or when the shard has been idle (the protocol above).
-func (l *drainLoop) runNested(p *shard) {
-	defer l.exited(p)
+func (l *drainLoop) runNested(s *shard) {
+	defer l.exited(s)
 	for {
 		err := l.rc.Read(l.drainFn)
-		if err == nil || p.closed.Load() || !errors.Is(err, os.ErrDeadlineExceeded) {
+		if err == nil || s.closed.Load() || !errors.Is(err, os.ErrDeadlineExceeded) {
 			return // closed: drainNow saw it, or Read failed on the closed epfile
 		}
 		_ = l.epfile.SetReadDeadline(time.Time{})
 		l.armed.Store(false)
-		if l.exitIfIdle(p) {
+		if l.exitIfIdle(s) {
 			return
 		}
 	}
 }
 
 // exited is the last thing a drain goroutine does.
-func (l *drainLoop) exited(p *shard) {
-	p.stats.drainLoops.Add(-1)
+func (l *drainLoop) exited(s *shard) {
+	s.stats.drainLoops.Add(-1)
 	l.alive.Unlock()
 }
 
 // exitIfIdle is D's half of the idle protocol: it reports whether the loop
 // may exit, having marked it not running.
-func (l *drainLoop) exitIfIdle(p *shard) bool {
+func (l *drainLoop) exitIfIdle(s *shard) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.running.Store(false)
-	if p.stats.registered.Load() != 0 {
+	if s.stats.registered.Load() != 0 {
 		l.running.Store(true)
 		return false
 	}
@@ -267,19 +267,19 @@ func (l *drainLoop) exitIfIdle(p *shard) bool {
 // drainNow is the nested loop's RawConn.Read callback: epoll_wait(…, 0)
 // until a short batch. It returns true (end the Read) only when the shard
 // is closed, false to park until the epoll fd is readable again.
-func (l *drainLoop) drainNow(p *shard) bool {
+func (l *drainLoop) drainNow(s *shard) bool {
 	for {
-		n, errno := epollWaitNow(p.epfd, l.buf)
+		n, errno := epollWaitNow(s.epfd, l.buf)
 		if errno == unix.EINTR {
-			p.stats.eintr.Add(1)
+			s.stats.eintr.Add(1)
 			continue
 		}
 		if errno != 0 {
 			panic(fmt.Sprintf("pollfd: epoll_wait failed: %v", errno))
 		}
-		p.stats.recordWait(n)
-		p.dispatch(l.buf[:n])
-		if p.closed.Load() {
+		s.stats.recordWait(n)
+		s.dispatch(l.buf[:n])
+		if s.closed.Load() {
 			return true
 		}
 		if n < len(l.buf) {
@@ -289,12 +289,12 @@ func (l *drainLoop) drainNow(p *shard) bool {
 }
 
 // stop ends the drain goroutine and waits for it.
-func (l *drainLoop) stop(p *shard) error {
+func (l *drainLoop) stop(s *shard) error {
 	l.mu.Lock()
 	l.stopped = true
 	l.mu.Unlock()
 	var err error
-	switch p.poller.opts.Strategy {
+	switch s.poller.opts.Strategy {
 	case Dedicated:
 		if werr := l.wake(); werr != nil {
 			err = os.NewSyscallError("write", werr)

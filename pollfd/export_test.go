@@ -13,6 +13,9 @@ func SetIdleLinger(d time.Duration) (restore func()) {
 	return func() { idleLinger.Store(old) }
 }
 
+// Rearm is rearm, for TestDescExtMedia.
+func (d *Desc) Rearm() { d.rearm() }
+
 // AddRunnable adds n to the count of woken waiters not yet running of the
 // shard d is on, as if n more were queued (harvestNow's rule).
 func (d *Desc) AddRunnable(n int32) { d.shard.runnable.Add(n) }

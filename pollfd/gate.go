@@ -12,10 +12,11 @@ package pollfd
 //	         waiter) even when no one waits, so an edge that lands between
 //	         a syscall's EAGAIN and the park is kept, not lost. Cleared by
 //	         Prepare (before the syscall) and consumed by Wait.
-//	waiting  a goroutine has committed to park: on sema (a binary
-//	         semaphore: the runtime's own park, sema_runtime.go), on the
-//	         wake channel if it also selects on a context (selected), or in
-//	         a park slot (inSlot). A waker clears it, and the waker that
+//	waiting  a goroutine has committed to park (park.go tells the park):
+//	         on sema (a binary semaphore: the runtime's own park,
+//	         sema_runtime.go), on the wake channel if it also selects on a
+//	         context (selected), or in a park slot (inSlot). A waker clears
+//	         it, and the waker that
 //	         clears it is the one that gives the single token on the park's
 //	         medium: one park, at most one token. The only other clearer is
 //	         the waiter itself, withdrawing a park no waker has claimed (its
@@ -24,8 +25,9 @@ package pollfd
 //	         context's Done channel (ctxwait.go). Set with waiting, cleared
 //	         by the woken waiter.
 //	inSlot   the waiter parks in a park slot instead, in the runtime's
-//	         poller (Options.RuntimePark; park.go). Set with waiting and the
-//	         slot, both cleared by the waker that clears waiting.
+//	         poller (Options.RuntimePark; slots.go). Set with waiting and
+//	         the slot, both cleared by the waker that clears waiting, or by
+//	         the waiter withdrawing.
 //	woken    set by the waker that clears waiting, which also adds one to
 //	         the shard's runnable count; cleared, and the count taken back,
 //	         by the waiter when it runs again (resumedLocked), whatever it
@@ -50,8 +52,8 @@ package pollfd
 // What few descriptors need is kept out of the Desc: the wake channel and
 // the slot are the gate's altPark, in the Desc's descExt with a
 // ReadyList's watch, and a deadline's timer is in the gateTimer. A Desc
-// without them is 96 bytes (192 with them inline; an idle server holds one
-// per connection).
+// without them stays small (TestDescSize): an idle server holds one per
+// connection.
 //
 // Transitions of one gate, each made under mu:
 //
@@ -66,9 +68,9 @@ package pollfd
 //	Wait         the same error checks as Prepare (an error beats a Ready
 //	             left from before, as in the runtime's pollWait); then, and
 //	             after every wake: ready → consume it, return nil (Ready is
-//	             consumed first); else the error checks again; else waiting
-//	             = true, unlock, park on wake; on wake, relock, clear
-//	             woken, start over.
+//	             consumed first); else the error checks again; else park
+//	             (park.go: waiting = true, unlock, sleep on the medium;
+//	             relock, clear woken); then start over.
 //	edge         ready = true; if waiting: waiting = false, woken = true,
 //	             send on wake; else, if a ReadyList watches the read side
 //	             and it is armed, queue it there (ready.go).
@@ -77,7 +79,7 @@ package pollfd
 //	SetDeadline  in the past: expired = true and wake a waiter (no ready);
 //	             in the future or cleared: wake nobody.
 //	Unblock      closing = true; wake both waiters (no ready).
-//	Kick         one gate's edge without an event (the fault layer's
+//	kick         one gate's edge without an event (the fault layer's
 //	             wake-up): ready = true; if waiting, woken as by an edge.
 //
 // Why each race is safe:
@@ -86,8 +88,8 @@ package pollfd
 //     and publishes waiting under the same lock acquisition, and the drain
 //     loop sets ready and reads waiting under mu. So either the edge is seen
 //     before parking (consumed, no park) or the waker sees waiting and gives
-//     the token; the park then cannot miss it: the semaphore and the
-//     channel both keep a token given before their waiter sleeps.
+//     the token; the park then cannot miss it: every medium keeps a token
+//     given before its waiter sleeps (park.go).
 //   - Close/deadline versus park. Same argument: closing and expired are
 //     written under mu and checked under mu right before waiting is set.
 //   - A wake without ready (deadline moved into the past, then back into the
@@ -142,16 +144,17 @@ package pollfd
 // whole package). A goroutine parked here for an idle connection keeps on
 // its stack the deepest frames it reached, and a 2 KiB stack that
 // overflows doubles for good. So the path from the fd layer's wait to the
-// park is a few small frames: the plain park is inline in wait, waits a context can
-// cancel have their own loop (waitCancelable), and the harvest runs before
-// wait, from Wait, on a buffer of the shard's rather than the stack. The
-// park itself is the runtime's gopark, as net's is: no sudog to allocate
-// (a channel receive needs one, several hundred bytes deeper when the P's
+// park is a few small frames: a wait loop (wait, or waitCancelable for
+// waits a context can cancel), then parkLocked (park.go), whose steps
+// that need room run as calls before and after the sleep; the harvest
+// runs before wait, from Wait, on a buffer of the shard's rather than the
+// stack. The park itself is the runtime's gopark, as net's is: no sudog
+// to allocate (a channel receive needs one, deeper still when the P's
 // cache of them is empty). TestParkedStackDepth measures the headroom a
-// goroutine parked in WaitRead or Read leaves its caller's frames; net's
-// RawConn.Read leaves about 600 bytes, its Read 500. A context's first
-// wait on a gate registers it (ctxwait.go), allocating on this stack: that
-// one can go deeper.
+// goroutine parked in WaitRead or Read leaves its caller's frames, and
+// docs/DESIGN.md gives it beside net's. A context's first wait on a gate
+// registers it (ctxwait.go), allocating on this stack: that one can go
+// deeper.
 
 import (
 	"context"
@@ -160,7 +163,11 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gatenet/gatenet/internal/pollhook"
 )
+
+func init() { pollhook.Kick = (*Desc).kick }
 
 // Desc.state bits (see the top of this file).
 const (
@@ -192,7 +199,7 @@ type gate struct {
 	waiting  bool
 	expired  bool
 	selected bool       // the current park is on the altPark's wake, not sema
-	inSlot   bool       // the current park is in the altPark's slot (park.go)
+	inSlot   bool       // the current park is in the altPark's slot (slots.go)
 	woken    bool       // a waker cleared waiting; the waiter has not run since (shard.runnable)
 	sema     parkSema   // the plain park (sema_runtime.go)
 	dl       *gateTimer // the deadline's timer (deadline.go); made by the first deadline in the future
@@ -223,7 +230,7 @@ type descExt struct {
 // altPark is a gate's park media other than its semaphore.
 type altPark struct {
 	wake chan struct{} // a park that selects on a context too; capacity 1, made on first use
-	slot *parkSlot     // the slot of the current park in the runtime's poller (park.go)
+	slot *parkSlot     // the slot of the current park in the runtime's poller (slots.go)
 }
 
 // extLocked returns d's descExt, making it. Called with mu held.
@@ -324,7 +331,7 @@ func (d *Desc) Wait(mode Mode) error {
 // the shard woke are still queued it harvests nothing, since a harvest
 // would jump them (harvestNow); and it reports busy when there are as many
 // of them as Ps, so that the wait that follows parks on its gate, not in a
-// park slot (park.go says why). The callers run it before they descend
+// park slot (slots.go says why). The callers run it before they descend
 // into wait, to keep the parked stack shallow.
 func (d *Desc) harvest() (busy bool) {
 	if n := d.shard.runnable.Load(); n > 0 {
@@ -361,7 +368,7 @@ func (d *Desc) WaitContext(ctx context.Context, mode Mode) error {
 		return d.wait(mode, d.harvest()) // not Wait: one frame less under the park
 	}
 	d.harvest()
-	if err := d.waitCancelable(mode, ctx); err != errDone {
+	if err := d.waitCancelable(ctx, mode); err != errDone {
 		return err
 	}
 	return ctx.Err()
@@ -370,9 +377,9 @@ func (d *Desc) WaitContext(ctx context.Context, mode Mode) error {
 // errDone reports that waitCancelable's context ended the wait.
 var errDone = errors.New("pollfd: wait abandoned")
 
-// wait is Wait; busy is what harvest reported. The plain park is inline,
-// in this one small frame above the runtime's (the stack-depth rule at
-// the top of this file); waits a context can cancel are waitCancelable's.
+// wait is Wait; busy is what harvest reported: a busy scheduler gets no
+// park slot (slots.go). Waits a context can cancel are
+// waitCancelable's (ctxwait.go).
 func (d *Desc) wait(mode Mode, busy bool) error {
 	g, err := d.beginWait(mode)
 	if err != nil {
@@ -383,26 +390,11 @@ func (d *Desc) wait(mode Mode, busy bool) error {
 			d.mu.Unlock()
 			return err
 		}
-		if d.shard.runtimePark && !busy && d.parkInSlotLocked(g) {
-			continue
+		var s *parkSlot
+		if d.shard.runtimePark && !busy {
+			s = d.shard.parkSlots.get()
 		}
-		g.sema.prepare()
-		g.waiting = true
-		d.mu.Unlock()
-		d.shard.stats.parks.Add(1)
-		g.sema.park()
-		d.mu.Lock()
-		d.resumedLocked(g)
-	}
-}
-
-// resumedLocked is a waiter's first step after a park, with mu held
-// again: if a waker woke it, it is running now, and no longer counts in
-// shard.runnable.
-func (d *Desc) resumedLocked(g *gate) {
-	if g.woken {
-		g.woken = false
-		d.shard.runnable.Add(-1)
+		d.parkLocked(g, s, nil)
 	}
 }
 
@@ -443,29 +435,6 @@ func (d *Desc) settleLocked(mode Mode, g *gate) (done bool, err error) {
 	return false, nil
 }
 
-// wakeLocked hands the single wake token to g's parked waiter. Called
-// with mu held; reports whether a waiter was woken.
-func (d *Desc) wakeLocked(g *gate) bool {
-	if !g.waiting {
-		return false
-	}
-	g.waiting = false
-	g.woken = true
-	d.shard.runnable.Add(1)
-	switch {
-	case g.inSlot:
-		a := d.altLocked(g)
-		s := a.slot
-		g.inSlot, a.slot = false, nil
-		s.signal()
-	case g.selected:
-		d.altLocked(g).wake <- struct{}{} // never blocks: one token per park, capacity 1
-	default:
-		g.sema.wake()
-	}
-	return true
-}
-
 // deliver records an epoll event for d: the drain loop's (and a harvesting
 // waiter's) half of the protocol. It mirrors netpollready.
 //
@@ -501,13 +470,14 @@ func (d *Desc) deliver(events uint32) {
 	d.mu.Unlock()
 }
 
-// Kick wakes mode's waiter as an edge would, with no event behind it: the
+// kick wakes mode's waiter as an edge would, with no event behind it: the
 // waiter retries its system call, which may find nothing and park again,
 // as after any spurious wake-up (contract 5). With no waiter the edge is
-// kept for the next Wait, as an event's is. The fault layer uses it to end
-// a delay it injected and to inject spurious wake-ups; it is not an event,
-// so Stats counts it apart (WakeupsKick).
-func (d *Desc) Kick(mode Mode) {
+// kept for the next Wait, as an event's is. The fault layer
+// (internal/poll) uses it, through internal/pollhook, to end a delay it
+// injected and to inject spurious wake-ups; it is not an event, so Stats
+// counts it apart (WakeupsKick).
+func (d *Desc) kick(mode Mode) {
 	d.mu.Lock()
 	g := d.gate(mode)
 	g.ready = true
@@ -570,15 +540,15 @@ func (d *Desc) Close() error {
 	d.setLocked(descClosed, true)
 	inSet := d.is(descInSet)
 	d.mu.Unlock()
-	p := d.shard
+	s := d.shard
 	// The errno is ignored as the runtime ignores netpollclose's: the fd may
 	// already be gone from the set (closed elsewhere, or a dup still open).
 	if inSet {
-		_ = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, int(d.fd), &unix.EpollEvent{})
+		_ = unix.EpollCtl(s.epfd, unix.EPOLL_CTL_DEL, int(d.fd), &unix.EpollEvent{})
 	}
-	p.table.remove(d)
-	if p.stats.registered.Add(-1) == 0 {
-		p.loop.unregistered(p)
+	s.table.remove(d)
+	if s.stats.registered.Add(-1) == 0 {
+		s.loop.unregistered(s)
 	}
 	return nil
 }

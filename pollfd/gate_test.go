@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/gatenet/gatenet/internal/pollhook"
 	"github.com/gatenet/gatenet/pollfd"
 )
 
@@ -328,5 +329,29 @@ func TestWaitChecksErrorsFirst(t *testing.T) {
 			require.NoError(t, d.Wait(pollfd.ModeRead))
 			require.Equal(t, base.Parks, p.Stats().Parks)
 		})
+	})
+}
+
+// TestKickHook: the fault layer's wake-up, reached through
+// internal/pollhook, wakes a parked waiter as an edge would and counts it
+// apart (WakeupsKick, not an event); with no waiter the edge is kept for
+// the next Wait.
+func TestKickHook(t *testing.T) {
+	kick, ok := pollhook.Kick.(func(*pollfd.Desc, pollfd.Mode))
+	require.True(t, ok, "pollfd sets pollhook.Kick to a func(*Desc, Mode): %T", pollhook.Kick)
+	eachStrategy(t, func(t *testing.T, p *pollfd.Poller) {
+		r, _ := newPipe(t)
+		d := open(t, p, r)
+		ch, base := parkedRead(t, p, d)
+		kick(d, pollfd.ModeRead)
+		require.NoError(t, recvErr(t, ch))
+		st := p.Stats()
+		require.Equal(t, base.WakeupsKick+1, st.WakeupsKick)
+		require.Equal(t, base.Events, st.Events, "a kick is not an event")
+
+		mustEAGAIN(t, d)
+		kick(d, pollfd.ModeRead) // nobody waits: kept
+		require.NoError(t, d.Wait(pollfd.ModeRead))
+		require.Equal(t, st.WakeupsKick, p.Stats().WakeupsKick, "no waiter woken")
 	})
 }

@@ -75,7 +75,7 @@ func TestRunnableAccounting(t *testing.T) {
 
 // TestHarvestDeferred: a waiter about to park does not harvest while a
 // woken waiter of its shard is still waiting to run (strategy.go), nor
-// take a park slot while as many as there are Ps are (park.go), and does
+// take a park slot while as many as there are Ps are (slots.go), and does
 // both again once none is.
 func TestHarvestDeferred(t *testing.T) {
 	eachStrategy(t, func(t *testing.T, p *pollfd.Poller) {

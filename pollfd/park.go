@@ -2,220 +2,176 @@
 
 package pollfd
 
-// Parking in the runtime's poller (Options.RuntimePark, part of the
-// default: strategy.go).
+// The park: how a waiter sleeps on a gate and how a waker hands it the one
+// token. gate.go's protocol says when a waiter parks and who may wake it
+// (waiting, woken); this is the sequence both sides run, on every medium.
 //
-// A waiter parked on its gate is readied from Go code (goready), and
-// with two or more Ps every goroutine readied from Go code makes the
-// scheduler wake an idle P's thread (runtime.ready → wakep), a futex wake
-// and often a migration per message. The runtime's own poller readies its
-// goroutines from findrunnable, on the thread that is going idle, with no
-// such wake: that is where net's ping-pong speed comes from (docs/DESIGN.md,
-// "The hop, and why latency is the hard part").
+// A park, by its waiter:
 //
-// So a parking waiter may borrow a park slot: an eventfd registered with
-// the runtime's poller through an *os.File. It parks in the slot's
-// RawConn.Read, and its waker, instead of readying it, writes
-// the eventfd; the runtime's poller then sees the slot readable and hands
-// the waiter to the next thread that looks for work. The eventfd is never
-// read: it is edge-triggered in the runtime, and every write is a new edge
-// (its counter would take centuries to saturate).
+//	publish  with mu held since its last look (settleLocked found nothing
+//	         to consume and no error), choose the medium, set waiting, and
+//	         with it selected or inSlot (and the altPark's slot) for the
+//	         media that need them; release mu.
+//	sleep    on the medium, until the waker that clears waiting gives its
+//	         token; a select also ends when its context's Done closes, a
+//	         slot if its RawConn.Read fails.
+//	resume   retake mu; resumedLocked: if woken, clear it and take back
+//	         the shard's runnable count (gate.go, "The runnable count").
+//	withdraw waiting still set means no waker claimed the park (the
+//	         context ended the select, or the slot's Read failed): clear it,
+//	         and inSlot and the slot with it; no token will come. A select
+//	         that Done ended after a waker claimed it takes the token the
+//	         waker gave, so the next park finds none. selected is cleared
+//	         either way; a slot goes back to the shard only after this
+//	         step (slots.go says why).
 //
-// The protocol is the gate's (gate.go) with one change of medium: the
-// waiter publishes waiting and slot under mu; the waker that clears waiting
-// clears slot and writes the eventfd, under mu. The parked function looks
-// at waiting under mu: cleared means woken. RawRead resets the slot's
-// readiness before it first calls that function, so a write that lands
-// before the reset has already cleared waiting, and the first look sees
-// it; a write after the reset is a readiness the runtime reports. A write
-// meant for an earlier user of the slot can only make a later user look
-// again and park again: spurious, harmless.
+// A wake, by its waker (wakeLocked), under mu: if waiting, clear it, set
+// woken, add one to shard.runnable, clear the medium's flag and give the
+// token on the medium the waiter published. Only the waker that clears
+// waiting gives a token, and only a new park, after its waiter resumed,
+// sets waiting again: one park, at most one token.
 //
-// Slots are few (parkSlotsPerP per P, made when the shard starts, so a
-// shard's descriptor count does not change under a running program), and
-// a waiter that finds none, or whose wait can be cancelled by a context
-// (a select on a channel), parks on its gate as before. Slots go to
-// whoever parks first and are held for the whole park, so with many idle
-// connections most parks fall back to the gate, as without the option:
-// the gain is where few waiters are parked at a time (request/response on
-// a handful of busy connections), and its cost, the eventfd write, shows
-// only where the I/O itself is as cheap (pipe ping-pong; strategy.go).
+// The media, each keeping a token given before its waiter sleeps, so that
+// the window between releasing mu and sleeping loses nothing:
 //
-// Nor does a waiter take a slot while as many waiters as there are Ps,
-// woken by its shard, are still queued (Desc.harvest reports busy). Then
-// no P is idle for goready's wake-up to cost anything, and a slot's waiter
-// would be run only when some thread, out of work, next consults the
-// runtime's poller: with four clients dialling at once, slots cost a
-// fifth of the connection rate (docs/PERFORMANCE.md).
+//	sema    the gate's parkSema: the runtime's gopark, readied by goready
+//	        (sema_runtime.go); in race builds a channel of capacity one
+//	        (sema_chan.go). Every park that uses no other medium.
+//	slot    a park slot (slots.go): the waiter sleeps in an eventfd's
+//	        RawConn.Read, in the runtime's poller, and the token is an
+//	        eventfd write. Waits no context can cancel, with
+//	        Options.RuntimePark, while a slot is free and the scheduler is
+//	        not busy (Desc.harvest).
+//	select  the altPark's wake channel (capacity one), in a select with the
+//	        context's Done channel: cancellable waits whose contexts come
+//	        one per call (ctxwait.go).
+//
+// The sequence is parkLocked, for every park: wait's and waitCancelable's
+// loops call it once they must park. What a parked goroutine keeps on its
+// stack is the loop's frame, parkLocked's and the runtime's (the
+// stack-depth rule at the top of gate.go): so parkLocked's steps before
+// and after the sleep that need room (publishLocked, unparkLocked) are
+// calls, whose frames are gone by the time it sleeps; the select
+// (sleepOrDone) is a call whose frame only parks that select keep; and the
+// semaphore's park, the usual one, is inline.
 
-import (
-	"os"
-	"runtime"
-	"sync"
-	"syscall"
-
-	"golang.org/x/sys/unix"
-)
-
-// parkSlotsPerP is how many park slots a shard makes per P. More lose on
-// many-connection servers (more eventfd writes, more server CPU per
-// request) and gain nothing on ping-pong (docs/PERFORMANCE.md).
-const parkSlotsPerP = 2
-
-// parkSlot is an eventfd a waiter parks on in the runtime's poller.
-type parkSlot struct {
-	efd  int
-	file *os.File
-	rc   syscall.RawConn
-	// d and g are the current waiter's, set while it holds the slot.
-	d     *Desc
-	g     *gate
-	woken func(uintptr) bool // s.wokenFn, bound once: parking allocates nothing
-}
-
-// parkSlots is a shard's free list of slots.
-type parkSlots struct {
-	mu      sync.Mutex
-	free    []*parkSlot
-	all     []*parkSlot
-	stopped bool
-}
-
-// start makes the shard's slots (all free; stop closes them).
-func (ps *parkSlots) start() error {
-	n := parkSlotsPerP * runtime.GOMAXPROCS(0)
-	for range n {
-		s, err := newParkSlot()
-		if err != nil {
-			ps.stop()
-			return err
-		}
-		ps.all = append(ps.all, s)
-		ps.free = append(ps.free, s)
-	}
-	return nil
-}
-
-func newParkSlot() (*parkSlot, error) {
-	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
-	if err != nil {
-		return nil, os.NewSyscallError("eventfd", err)
-	}
-	// Non-blocking already, so os.NewFile registers it with the runtime's
-	// poller.
-	s := &parkSlot{efd: efd, file: os.NewFile(uintptr(efd), "pollfd-park")}
-	if s.rc, err = s.file.SyscallConn(); err != nil {
-		s.file.Close()
-		return nil, err
-	}
-	s.woken = s.wokenFn
-	return s, nil
-}
-
-// stop closes the free slots; a slot in use is closed when its waiter
-// gives it back (put), never under it: a waker may still write its eventfd,
-// and a closed number could by then belong to someone else.
-func (ps *parkSlots) stop() {
-	ps.mu.Lock()
-	free := ps.free
-	ps.all, ps.free, ps.stopped = nil, nil, true
-	ps.mu.Unlock()
-	for _, s := range free {
-		s.file.Close()
-	}
-}
-
-func (ps *parkSlots) get() *parkSlot {
-	ps.mu.Lock()
-	var s *parkSlot
-	if n := len(ps.free); n > 0 {
-		s = ps.free[n-1]
-		ps.free = ps.free[:n-1]
-	}
-	ps.mu.Unlock()
-	return s
-}
-
-func (ps *parkSlots) put(s *parkSlot) {
-	s.d, s.g = nil, nil
-	ps.mu.Lock()
-	stopped := ps.stopped
-	if !stopped {
-		ps.free = append(ps.free, s)
-	}
-	ps.mu.Unlock()
-	if stopped {
-		s.file.Close() // its waiter is gone and no waker holds it
-	}
-}
-
-// isSlot reports whether fd is one of the slots' eventfds.
-func (ps *parkSlots) isSlot(fd int) bool {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	for _, s := range ps.all {
-		if s.efd == fd {
-			return true
-		}
-	}
-	return false
-}
-
-// wokenFn is the parked function: woken once a waker cleared waiting.
-func (s *parkSlot) wokenFn(uintptr) bool {
-	s.d.mu.Lock()
-	woken := !s.g.waiting
-	s.d.mu.Unlock()
-	return woken
-}
-
-var eventfdOne = [8]byte{1} // native-endian 1 on every little-endian Linux port; any non-zero value wakes
-
-// signal is the waker's half: one eventfd write, a new edge for the
-// runtime's poller. Called with the waiter's mu held.
-func (s *parkSlot) signal() {
-	for {
-		_, err := unix.Write(s.efd, eventfdOne[:])
-		if err != unix.EINTR {
-			return // EAGAIN (a saturated counter) is still readable: the waiter is woken
-		}
-	}
-}
-
-// parkInSlot parks the waiter of g, which has published waiting and slot
-// under mu and released it, until a waker clears waiting. The slot's file
-// is not closed while it is lent (stop leaves it to put), so Read returns
-// an error only if that promise is broken; the waiter then withdraws, if
-// no waker has claimed it, and the caller's loop parks it on its gate.
-func (d *Desc) parkInSlot(g *gate, s *parkSlot) {
-	s.d, s.g = d, g
-	if err := s.rc.Read(s.woken); err == nil {
-		return
-	}
-	d.mu.Lock()
-	if a := d.altLocked(g); g.inSlot && a.slot == s {
-		g.waiting, g.inSlot, a.slot = false, false, nil
-	}
+// parkLocked parks g's waiter: on slot s if s is not nil (taken from the
+// shard's slots, given back here), in a select on g's wake channel and done
+// if done is not nil, else on g's semaphore. The caller holds mu, and
+// settleLocked found nothing to consume and no error in this lock
+// acquisition. parkLocked returns with mu held and reports whether done
+// ended the park; the gate then owes no token, whether or not a waker
+// claimed the park too.
+func (d *Desc) parkLocked(g *gate, s *parkSlot, done <-chan struct{}) (ended bool) {
+	wake := d.publishLocked(g, s, done)
 	d.mu.Unlock()
-}
-
-// parkInSlotLocked parks a wait no context can cancel in a park slot
-// (RuntimePark; the top of this file), if one is free. Called and returns
-// with mu held.
-func (d *Desc) parkInSlotLocked(g *gate) bool {
-	p := d.shard
-	slot := p.parkSlots.get()
-	if slot == nil {
-		return false
+	d.shard.stats.parks.Add(1)
+	switch {
+	case s != nil:
+		d.shard.stats.parksInSlot.Add(1)
+		s.sleep()
+	case wake != nil:
+		ended = sleepOrDone(wake, done)
+	default:
+		g.sema.park()
 	}
-	g.waiting, g.inSlot = true, true
-	d.altLocked(g).slot = slot
-	d.mu.Unlock()
-	p.stats.parks.Add(1)
-	p.stats.parksInSlot.Add(1)
-	d.parkInSlot(g, slot)
-	p.parkSlots.put(slot)
 	d.mu.Lock()
 	d.resumedLocked(g)
+	d.unparkLocked(g, s, wake, ended)
+	return ended
+}
+
+// publishLocked is a park's first step: it readies the medium parkLocked
+// was given and sets waiting. It returns g's wake channel if the park
+// selects. Called with mu held.
+//
+//go:noinline
+func (d *Desc) publishLocked(g *gate, s *parkSlot, done <-chan struct{}) (wake chan struct{}) {
+	switch {
+	case s != nil:
+		s.d, s.g = d, g
+		d.altLocked(g).slot, g.inSlot = s, true
+	case done != nil:
+		a := d.altLocked(g)
+		if a.wake == nil {
+			a.wake = make(chan struct{}, 1)
+		}
+		wake, g.selected = a.wake, true
+	default:
+		g.sema.prepare()
+	}
+	g.waiting = true
+	return wake
+}
+
+// unparkLocked is a park's last step, after resumedLocked: it withdraws a
+// park no waker claimed, takes the token of one a waker claimed as done
+// ended it, and gives the slot back. Called with mu held.
+//
+//go:noinline
+func (d *Desc) unparkLocked(g *gate, s *parkSlot, wake chan struct{}, ended bool) {
+	g.selected = false
+	switch {
+	case g.waiting: // nobody claimed the park: withdraw it
+		g.waiting = false
+		if s != nil {
+			g.inSlot, d.altLocked(g).slot = false, nil
+		}
+		if ended {
+			d.shard.stats.canceled.Add(1)
+		}
+	case ended:
+		<-wake // a waker claimed the park too, and gave its token under mu
+	}
+	if s != nil {
+		d.shard.parkSlots.put(s)
+	}
+}
+
+// sleepOrDone sleeps until wake has the token or done closes, and reports
+// whether done ended it. Out of parkLocked so that the select's frame is
+// paid only by parks that select.
+//
+//go:noinline
+func sleepOrDone(wake chan struct{}, done <-chan struct{}) bool {
+	select {
+	case <-wake:
+		return false
+	case <-done:
+		return true
+	}
+}
+
+// resumedLocked is a waiter's first step after a park, with mu held
+// again: if a waker woke it, it is running now, and no longer counts in
+// shard.runnable.
+func (d *Desc) resumedLocked(g *gate) {
+	if g.woken {
+		g.woken = false
+		d.shard.runnable.Add(-1)
+	}
+}
+
+// wakeLocked is the waker's half of the park: it hands the single token
+// to g's parked waiter, on the medium the waiter published. Called with mu
+// held; reports whether a waiter was woken.
+func (d *Desc) wakeLocked(g *gate) bool {
+	if !g.waiting {
+		return false
+	}
+	g.waiting = false
+	g.woken = true
+	d.shard.runnable.Add(1)
+	switch {
+	case g.inSlot:
+		a := d.altLocked(g)
+		s := a.slot
+		g.inSlot, a.slot = false, nil
+		s.signal()
+	case g.selected:
+		d.altLocked(g).wake <- struct{}{} // never blocks: one token per park, capacity 1
+	default:
+		g.sema.wake()
+	}
 	return true
 }

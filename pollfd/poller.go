@@ -5,7 +5,6 @@ package pollfd
 import (
 	"errors"
 	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 )
@@ -18,6 +17,7 @@ type Poller struct {
 	shards []*shard
 	next   atomic.Uint32
 	mu     sync.Mutex // serialises Close
+	envErr error      // Default's: an invalid GATENET_POLLER or GATENET_SHARDS (env.go); every Open returns it
 }
 
 func newPoller(opts Options) *Poller {
@@ -47,19 +47,15 @@ var (
 // Default returns the process-wide poller. Its epoll instance is created
 // lazily by the first Open, with options from the GATENET_POLLER environment
 // variable (see ParseOptions) or DefaultOptions, and GATENET_SHARDS epoll
-// instances (default 1).
+// instances (default 1). If either variable is invalid, Default's poller
+// has the default in its place, and every Open, OpenShard and OpenLazy on
+// it fails with an *envconf.Error naming the variable, its value and what
+// it accepts.
 func Default() *Poller {
 	defaultOnce.Do(func() {
-		opts := DefaultOptions()
-		if s := os.Getenv("GATENET_POLLER"); s != "" {
-			if o, err := ParseOptions(s); err == nil {
-				opts = o
-			}
-		}
-		if n, err := strconv.Atoi(os.Getenv("GATENET_SHARDS")); err == nil && n > 0 {
-			opts.Shards = n
-		}
+		opts, err := optionsFromEnv()
 		defaultPoller = newPoller(opts)
+		defaultPoller.envErr = err
 	})
 	return defaultPoller
 }
@@ -91,7 +87,12 @@ func New(opts Options) (*Poller, error) {
 // returned in an *os.SyscallError: EPERM means the descriptor cannot be
 // polled (a regular file or a directory) and the caller falls back to
 // blocking I/O.
-func (p *Poller) Open(fd int) (*Desc, error) { return p.nextShard().open(fd, false) }
+func (p *Poller) Open(fd int) (*Desc, error) {
+	if p.envErr != nil {
+		return nil, p.envErr
+	}
+	return p.nextShard().open(fd, false)
+}
 
 // nextShard is the round-robin choice of Open.
 func (p *Poller) nextShard() *shard {
@@ -105,6 +106,9 @@ func (p *Poller) nextShard() *shard {
 // related descriptors — a listener and the connections it accepts — on
 // one epoll instance.
 func (p *Poller) OpenShard(fd, i int) (*Desc, error) {
+	if p.envErr != nil {
+		return nil, p.envErr
+	}
 	if i < 0 {
 		i = -i
 	}
@@ -121,6 +125,9 @@ func (p *Poller) OpenShard(fd, i int) (*Desc, error) {
 // and the kernel reports at EPOLL_CTL_ADD any readiness that arrived
 // since. A failure to join is the error of that first wait.
 func (p *Poller) OpenLazy(fd, shard int) (*Desc, error) {
+	if p.envErr != nil {
+		return nil, p.envErr
+	}
 	if shard < 0 {
 		return p.nextShard().open(fd, true)
 	}

@@ -18,7 +18,7 @@ package pollfd
 //	a reader parks   armed = true (its read hit EAGAIN: the next edge is
 //	                 news; if the reader gives up on a deadline or context,
 //	                 that edge goes to the list)
-//	Rearm            armed = true
+//	rearm            armed = true
 //	Next             pops a queued Desc: queued = false
 //	Unwatch, Unblock unlinked from the list; Next skips it
 //
@@ -99,9 +99,9 @@ func (d *Desc) unwatchLocked() {
 	*w = watch{}
 }
 
-// Rearm arms a watched descriptor again, so its next read edge is
+// rearm arms a watched descriptor again, so its next read edge is
 // reported: for a reader that hands it back without reading until EAGAIN.
-func (d *Desc) Rearm() {
+func (d *Desc) rearm() {
 	d.mu.Lock()
 	if w := d.watchLocked(); w != nil && !w.queued {
 		w.armed = true
@@ -110,7 +110,7 @@ func (d *Desc) Rearm() {
 }
 
 // NotifyReady reports an armed descriptor now, as an edge would: for
-// readiness that arrived before Watch or Rearm.
+// readiness that arrived before Watch.
 func (d *Desc) NotifyReady() {
 	d.mu.Lock()
 	d.reportLocked()

@@ -5,8 +5,8 @@ package pollfd
 // The park semaphore, built on the runtime's own park and ready (the
 // functions its poller and channels use, which the runtime keeps for
 // linkname: go.dev/issue/67401). A parked waiter costs no channel and no
-// sudog (about 200 bytes per idle connection), and shows in goroutine
-// dumps as "IO wait", as a goroutine parked in net does.
+// sudog (one per idle connection, for as long as it idles), and shows in
+// goroutine dumps as "IO wait", as a goroutine parked in net does.
 //
 // The state is one word: 0 (nothing), semaToken (a wake not yet taken), or
 // the parked goroutine. park commits to sleeping only by swapping 0 for

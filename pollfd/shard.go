@@ -28,7 +28,7 @@ type shard struct {
 	procs    int32 // GOMAXPROCS when the shard started: runnable ≥ procs is a busy scheduler (Desc.harvest)
 
 	runtimePark bool      // Options.RuntimePark
-	parkSlots   parkSlots // park.go
+	parkSlots   parkSlots // slots.go
 
 	initOnce sync.Once
 	initErr  error

@@ -6,12 +6,12 @@ package pollfd
 // semantics do not depend on it; only where the cross-thread wake-ups fall
 // does.
 //
-// Dedicated (the seed design's form): one goroutine, locked to its own OS
-// thread, blocked in epoll_wait(-1). It needs nothing from the runtime's
-// poller, but every readiness costs a wake-up of that thread and then a
-// second one, of the waiter, by the scheduler: on 2 vCPUs a round trip
-// costs about four times what it costs on net (docs/DESIGN.md, "The hop,
-// and why latency is the hard part").
+// Dedicated: one goroutine, locked to its own OS thread, blocked in
+// epoll_wait(-1). It needs nothing from the runtime's poller, but every
+// readiness costs a wake-up of that thread and then a second one, of the
+// waiter, by the scheduler, so its round trips are the slowest of the
+// strategies (docs/DESIGN.md, "The hop, and why latency is the hard
+// part").
 //
 // Nested: the epoll descriptor is itself registered with the Go runtime's
 // poller (it is readable whenever it has events), and the drain goroutine
@@ -33,17 +33,17 @@ package pollfd
 // harvests only while no waiter its shard woke is still waiting to run
 // (harvestNow says why).
 //
-// RuntimePark (combinable with either, "+rpark"; park.go) moves the
+// RuntimePark (combinable with either, "+rpark"; slots.go) moves the
 // waiter's park from its gate into the runtime's poller, on a pooled
 // eventfd, trading the scheduler's wake of an idle P (a futex wake per
 // readied goroutine) for an eventfd write the runtime's poller picks up on
 // the thread going idle.
 //
-// The default, nested+harvest+rpark, wins or ties on every socket workload
-// of cmd/gatebench and costs pipe ping-pong, where a system call is cheap
-// next to the eventfd write it adds, a few percent; GATENET_POLLER selects
-// any other combination. The measurements that chose it, and the ones
-// that chose its parts before it, are in docs/PERFORMANCE.md; why a
+// The default is nested+harvest+rpark: each part saves a thread wake-up
+// per message, and only pipe ping-pong, where a system call is cheap next
+// to the eventfd write a slot adds, pays for one of them. GATENET_POLLER
+// selects any other combination. The measurements that chose it, and the
+// ones that chose its parts before it, are in docs/PERFORMANCE.md; why a
 // poller with its own epoll instance is bounded on ping-pong is in
 // docs/DESIGN.md, "The hop, and why latency is the hard part".
 
@@ -84,15 +84,15 @@ type harvester struct {
 // request/response traffic on a few connections nothing is queued when a
 // waiter parks, and the harvest works as before (docs/DESIGN.md, "Harvest
 // fairness").
-func (p *shard) harvestNow() {
-	h := &p.harvester
+func (s *shard) harvestNow() {
+	h := &s.harvester
 	if !h.mu.TryLock() {
 		return
 	}
-	n, errno := epollWaitNow(p.epfd, h.buf[:])
+	n, errno := epollWaitNow(s.epfd, h.buf[:])
 	if errno == 0 && n > 0 {
-		p.stats.harvests.Add(1)
-		p.dispatch(h.buf[:n])
+		s.stats.harvests.Add(1)
+		s.dispatch(h.buf[:n])
 	}
 	h.mu.Unlock()
 }

@@ -35,5 +35,4 @@ func (d *Desc) Wait(Mode) error                         { return errors.ErrUnsup
 func (d *Desc) WaitContext(context.Context, Mode) error { return errors.ErrUnsupported }
 func (d *Desc) SetDeadline(time.Time, Mode) error       { return errors.ErrUnsupported }
 func (d *Desc) Unblock()                                {}
-func (d *Desc) Kick(Mode)                               {}
 func (d *Desc) Close() error                            { return errors.ErrUnsupported }

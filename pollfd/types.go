@@ -77,13 +77,13 @@ type Options struct {
 	Shards int
 	// RuntimePark lets a parking waiter wait in the Go runtime's poller,
 	// on one of a few eventfds, so that its wake-up needs no thread wake
-	// (park.go).
+	// (slots.go).
 	RuntimePark bool
 }
 
 // DefaultOptions returns what Default uses unless GATENET_POLLER says
-// otherwise: Nested with Harvest and RuntimePark (see the measurements
-// above).
+// otherwise: Nested with Harvest and RuntimePark (strategy.go says why;
+// docs/PERFORMANCE.md has the measurements).
 func DefaultOptions() Options { return Options{Strategy: Nested, Harvest: true, RuntimePark: true} }
 
 // String gives the form ParseOptions reads: "nested", "dedicated",
@@ -116,6 +116,16 @@ func (o Options) validate() error {
 
 // ParseOptions reads the String form of Options.
 func ParseOptions(s string) (Options, error) {
+	o, err := parseOptions(s)
+	if err != nil {
+		return o, fmt.Errorf("pollfd: %w in %q (want nested or dedicated, optionally +harvest and +rpark)", err, s)
+	}
+	return o, nil
+}
+
+// parseOptions is ParseOptions, with an error that says only what is wrong
+// (GATENET_POLLER's error says the rest: env.go).
+func parseOptions(s string) (Options, error) {
 	var o Options
 	parts := strings.Split(strings.TrimSpace(s), "+")
 	switch parts[0] {
@@ -124,7 +134,7 @@ func ParseOptions(s string) (Options, error) {
 	case "dedicated":
 		o.Strategy = Dedicated
 	default:
-		return o, fmt.Errorf("pollfd: unknown strategy %q (want nested or dedicated, optionally +harvest and +rpark)", s)
+		return o, fmt.Errorf("unknown strategy %q", parts[0])
 	}
 	for _, extra := range parts[1:] {
 		switch {
@@ -133,7 +143,7 @@ func ParseOptions(s string) (Options, error) {
 		case extra == "rpark" && !o.RuntimePark:
 			o.RuntimePark = true
 		default:
-			return o, fmt.Errorf("pollfd: unknown or repeated option %q in %q", extra, s)
+			return o, fmt.Errorf("unknown or repeated option %q", extra)
 		}
 	}
 	return o, nil
@@ -167,7 +177,7 @@ type Stats struct {
 	WakeupsEvent    uint64 // readiness
 	WakeupsDeadline uint64 // a deadline expired or was set in the past
 	WakeupsClose    uint64 // Unblock (Close)
-	WakeupsKick     uint64 // Kick: a wake-up a caller asked for (fault injection)
+	WakeupsKick     uint64 // a wake-up the fault layer asked for (Desc.kick)
 	Canceled        uint64 // waits abandoned because their context ended
 
 	// EventsPerWait is a histogram of the events one drain-loop epoll_wait

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gatenet/gatenet/faults"
+	"github.com/gatenet/gatenet/internal/pollhook"
 	"github.com/gatenet/gatenet/pollfd"
 )
 
@@ -110,11 +111,14 @@ func dirOf(mode pollfd.Mode) faults.Dir {
 func (fd *FD) kickAfter(mode pollfd.Mode, d time.Duration) {
 	pd := fd.pd
 	if d <= 0 {
-		pd.Kick(mode)
+		kick(pd, mode)
 		return
 	}
-	time.AfterFunc(d, func() { pd.Kick(mode) })
+	time.AfterFunc(d, func() { kick(pd, mode) })
 }
+
+// kick is pollfd's Desc.kick, reached through internal/pollhook.
+var kick = pollhook.Kick.(func(*pollfd.Desc, pollfd.Mode))
 
 // shut does to the socket what a ResetAfter or CloseAfter asks for. A TCP
 // socket is reset by connect(AF_UNSPEC), which sends a RST and leaves the

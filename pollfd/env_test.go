@@ -1,0 +1,105 @@
+//go:build linux
+
+package pollfd_test
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gatenet/gatenet/internal/envconf"
+	"github.com/gatenet/gatenet/pollfd"
+)
+
+// TestDefaultFromEnvironment runs TestDefaultEnvChild in a child process
+// (Default reads the environment once per process) for each setting: an
+// invalid GATENET_POLLER or GATENET_SHARDS is every Open's error on the
+// default poller, naming the variable, its value and the valid syntax;
+// unset, empty or blank ones keep the default.
+func TestDefaultFromEnvironment(t *testing.T) {
+	for _, tc := range []struct{ poller, shards, want string }{
+		{"x", "", "GATENET_POLLER"},
+		{"nested+harvest+bogus", "", "GATENET_POLLER"},
+		{"nested+harvest+harvest", "", "GATENET_POLLER"},
+		{"nested", "0", "GATENET_SHARDS"},
+		{"nested", "-1", "GATENET_SHARDS"},
+		{"nested", "x", "GATENET_SHARDS"},
+		{"nested", "1.5", "GATENET_SHARDS"},
+		{"x", "0", "GATENET_POLLER"}, // the first invalid one is reported
+		{"", "", "ok"},
+		{"  ", "", "ok"},
+		{"dedicated+harvest", "2", "ok"},
+	} {
+		t.Run(tc.poller+"/"+tc.shards, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestDefaultEnvChild$", "-test.count=1", "-test.v")
+			cmd.Env = append(os.Environ(),
+				"GATENET_POLLER="+tc.poller, "GATENET_SHARDS="+tc.shards, "GATENET_ENV_CHILD="+tc.want)
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			require.Contains(t, string(out), "--- PASS: TestDefaultEnvChild")
+		})
+	}
+}
+
+func TestDefaultEnvChild(t *testing.T) {
+	want := os.Getenv("GATENET_ENV_CHILD")
+	if want == "" {
+		t.Skip("run by TestDefaultFromEnvironment")
+	}
+	p := pollfd.Default()
+	r, _ := newPipe(t)
+	if want == "ok" {
+		opts, err := pollfd.ParseOptions(os.Getenv("GATENET_POLLER"))
+		if strings.TrimSpace(os.Getenv("GATENET_POLLER")) == "" {
+			opts, err = pollfd.DefaultOptions(), nil
+		}
+		require.NoError(t, err)
+		if s := os.Getenv("GATENET_SHARDS"); s != "" {
+			require.Equal(t, s, "2")
+			opts.Shards = 2
+		}
+		require.Equal(t, opts, p.Options())
+		d, err := p.Open(r)
+		require.NoError(t, err)
+		d.Unblock()
+		require.NoError(t, d.Close())
+		return
+	}
+	value := os.Getenv(want)
+	syntax := map[string]string{
+		"GATENET_POLLER": "nested or dedicated, then +harvest and/or +rpark (e.g. nested+harvest+rpark)",
+		"GATENET_SHARDS": "a positive integer",
+	}[want]
+	// The default in place of what was mistyped.
+	if want == "GATENET_POLLER" {
+		opts := p.Options()
+		opts.Shards = 0
+		require.Equal(t, pollfd.DefaultOptions(), opts)
+	} else {
+		require.Equal(t, 1, p.Shards())
+	}
+	opens := map[string]func() (*pollfd.Desc, error){
+		"Open":      func() (*pollfd.Desc, error) { return p.Open(r) },
+		"OpenShard": func() (*pollfd.Desc, error) { return p.OpenShard(r, 0) },
+		"OpenLazy":  func() (*pollfd.Desc, error) { return p.OpenLazy(r, -1) },
+	}
+	for name, open := range opens {
+		d, err := open()
+		require.Nil(t, d, name)
+		var ee *envconf.Error
+		require.True(t, errors.As(err, &ee), "%s: %v is not an *envconf.Error", name, err)
+		require.Equal(t, want, ee.Var, name)
+		require.Equal(t, value, ee.Value, name)
+		require.Equal(t, syntax, ee.Want, name)
+		require.Contains(t, err.Error(), want, name)
+		require.Contains(t, err.Error(), syntax, name)
+		t.Logf("%s: %v", name, err)
+	}
+	st := p.Stats()
+	require.Zero(t, st.Registered, "no registration")
+	require.Zero(t, st.EpollAdds, "no registration")
+}
