@@ -12,7 +12,7 @@ import (
 	"github.com/gatenet/gatenet/pollfd"
 )
 
-// maxIovecs is IOV_MAX on Linux: how many buffers one readv/writev takes.
+// maxIovecs is IOV_MAX on Linux: how many buffers one writev takes.
 const maxIovecs = 1024
 
 // iovecPool holds Writev's iovec arrays, each grown to what its callers
@@ -110,47 +110,5 @@ func consume(v *[][]byte, n int64) {
 		n -= ln0
 		(*v)[0] = nil
 		*v = (*v)[1:]
-	}
-}
-
-// Readv wraps readv(2): one call filling the buffers in order, polled like
-// Read. Empty buffers are skipped; a zero total returns (0, nil).
-func (fd *FD) Readv(bufs [][]byte) (int, error) {
-	if fd.faulted() {
-		for _, b := range bufs {
-			if len(b) > 0 {
-				return fd.readFaulty(nil, b) // one buffer at a time: a short read, as readv may give
-			}
-		}
-		return 0, nil
-	}
-	if err := fd.readLock(); err != nil {
-		return 0, err
-	}
-	defer fd.readUnlock()
-	total := 0
-	for _, b := range bufs {
-		total += len(b)
-	}
-	if total == 0 {
-		return 0, nil
-	}
-	if err := fd.Prepare(pollfd.ModeRead); err != nil {
-		return 0, err
-	}
-	for {
-		n, err := unix.Readv(fd.Sysfd, bufs)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			n = 0
-			if err == unix.EAGAIN && fd.Pollable() {
-				if err = fd.Wait(pollfd.ModeRead); err == nil {
-					continue
-				}
-			}
-		}
-		return n, fd.eofError(n, err)
 	}
 }
