@@ -413,7 +413,7 @@ func (fd *netFD) shutdown(how int) error {
 
 // accept takes one connection and wraps it as a socket of the listener's
 // kind on the listener's poller.
-func (fd *netFD) accept() (*netFD, error) { return fd.acceptContext(nil) }
+func (fd *netFD) accept() (*netFD, error) { return fd.acceptContext(context.Background()) }
 
 // newAccepted wraps an accepted socket as one of the listener's kind, on
 // the listener's poller.

@@ -248,15 +248,16 @@ func (fd *FD) Wait(mode pollfd.Mode) error {
 	return convertPollErr(fd.pd.Wait(mode), fd.isFile)
 }
 
-// waitContext is wait that also ends when ctx is done; nil ctx is wait.
-// It calls the Desc itself rather than through wait: one frame less under
-// a park that may last as long as the connection idles.
+// waitContext is Wait that also ends when ctx is done. It calls the Desc
+// itself rather than through Wait, and a ctx that can never end (Done
+// nil, as context.Background's) takes Desc.Wait: one frame less each
+// under a park that may last as long as the connection idles.
 func (fd *FD) waitContext(ctx context.Context, mode pollfd.Mode) error {
 	if fd.pd == nil {
 		return errWaitUnsupported
 	}
 	var err error
-	if ctx == nil {
+	if ctx.Done() == nil {
 		err = fd.pd.Wait(mode)
 	} else {
 		err = fd.pd.WaitContext(ctx, mode)
@@ -275,10 +276,10 @@ func (fd *FD) eofError(n int, err error) error {
 // Read wraps read(2). It mirrors internal/poll's FD.Read: a zero-length
 // read returns (0, nil) without a syscall or deadline check; one read(2)
 // per call, so short reads are normal; io.EOF bare.
-func (fd *FD) Read(p []byte) (int, error) { return fd.ReadContext(nil, p) }
+func (fd *FD) Read(p []byte) (int, error) { return fd.ReadContext(context.Background(), p) }
 
-// ReadContext is Read whose wait for data also ends when ctx is done (nil
-// ctx: never), with ctx's error; the descriptor stays usable.
+// ReadContext is Read whose wait for data also ends when ctx is done,
+// with ctx's error; the descriptor stays usable.
 func (fd *FD) ReadContext(ctx context.Context, p []byte) (int, error) {
 	if fd.faulted() {
 		return fd.readFaulty(ctx, p)
@@ -320,10 +321,10 @@ func (fd *FD) ReadContext(ctx context.Context, p []byte) (int, error) {
 // Write wraps write(2), looping until all of p is written, as
 // internal/poll's FD.Write does. A zero-length Write still checks the
 // deadline and calls write(2). On error the count written so far is kept.
-func (fd *FD) Write(p []byte) (int, error) { return fd.WriteContext(nil, p) }
+func (fd *FD) Write(p []byte) (int, error) { return fd.WriteContext(context.Background(), p) }
 
-// WriteContext is Write whose waits for space also end when ctx is done
-// (nil ctx: never), returning the count written so far with ctx's error.
+// WriteContext is Write whose waits for space also end when ctx is done,
+// returning the count written so far with ctx's error.
 // Like ReadContext's, its loop is written out, not ioLoop's: a writer
 // parked on a peer that stopped reading is parked here.
 func (fd *FD) WriteContext(ctx context.Context, p []byte) (int, error) {
@@ -420,11 +421,11 @@ func (fd *FD) Pwrite(p []byte, off int64) (int, error) {
 // connections); ECONNABORTED is retried silently, as internal/poll does.
 // The returned string names the failed syscall for wrapping.
 func (fd *FD) Accept(rsa *unix.RawSockaddrAny) (int, string, error) {
-	return fd.AcceptContext(nil, rsa)
+	return fd.AcceptContext(context.Background(), rsa)
 }
 
-// AcceptContext is Accept whose wait also ends when ctx is done (nil ctx:
-// never), with ctx's error.
+// AcceptContext is Accept whose wait also ends when ctx is done, with
+// ctx's error.
 func (fd *FD) AcceptContext(ctx context.Context, rsa *unix.RawSockaddrAny) (int, string, error) {
 	if err := fd.readLock(); err != nil {
 		return -1, "", err

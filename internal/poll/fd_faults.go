@@ -256,7 +256,7 @@ func (fd *FD) writeFaulty(ctx context.Context, p []byte) (int, error) {
 func (fd *FD) writevFaulty(v *[][]byte) (int64, error) {
 	var total int64
 	for len(*v) > 0 {
-		n, err := fd.writeFaulty(nil, (*v)[0])
+		n, err := fd.writeFaulty(context.Background(), (*v)[0])
 		total += int64(n)
 		if err != nil {
 			(*v)[0] = (*v)[0][n:]
@@ -316,7 +316,7 @@ func (fd *FD) sendFaultyLocked(in *faults.Injector, p, oob []byte, send sendFunc
 	if err := fd.Prepare(pollfd.ModeWrite); err != nil {
 		return 0, err
 	}
-	return fd.sendFaulty(nil, in, p, oob, send, keep)
+	return fd.sendFaulty(context.Background(), in, p, oob, send, keep)
 }
 
 // sendLater sends p and oob with send after delay, if fd is still open
