@@ -15,7 +15,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gatenet/gatenet/faults"
 	"github.com/gatenet/gatenet/pollfd"
 )
 
@@ -34,6 +33,8 @@ import (
 //
 // Each I/O loop is internal/poll's: lock → prepare (fails fast on close,
 // expired deadline) → syscall → EAGAIN → wait → retry, EINTR retried.
+// With faults attached (flagFaults) the syscall step is the fault layer's
+// instead (fd_faults.go); the rest of the loop is the same.
 type FD struct {
 	mu fdMutex
 
@@ -281,9 +282,6 @@ func (fd *FD) Read(p []byte) (int, error) { return fd.ReadContext(context.Backgr
 // ReadContext is Read whose wait for data also ends when ctx is done,
 // with ctx's error; the descriptor stays usable.
 func (fd *FD) ReadContext(ctx context.Context, p []byte) (int, error) {
-	if fd.faulted() {
-		return fd.readFaulty(ctx, p)
-	}
 	if err := fd.readLock(); err != nil {
 		return 0, err
 	}
@@ -291,7 +289,8 @@ func (fd *FD) ReadContext(ctx context.Context, p []byte) (int, error) {
 	// every blocked Read, on a stack that holds it while the connection
 	// idles; a defer record would make it bigger. For the same reason the
 	// loop is written out here rather than run by ioLoop (fd_msg.go), which
-	// would add two frames (pollfd/gate.go, "Stack depth").
+	// would add two frames (pollfd/gate.go, "Stack depth"), and the fault
+	// layer's step is a call out of line, not a closure in this frame.
 	if len(p) == 0 {
 		fd.readUnlock()
 		return 0, nil
@@ -303,8 +302,14 @@ func (fd *FD) ReadContext(ctx context.Context, p []byte) (int, error) {
 	if fd.isStream && len(p) > maxRW {
 		p = p[:maxRW]
 	}
-	for {
-		n, err := ignoringEINTRIO(unix.Read, fd.Sysfd, p)
+	for calls := 0; ; calls++ {
+		var n int
+		var err error
+		if fd.faulted() {
+			n, err = fd.readFaulted(p, calls)
+		} else {
+			n, err = ignoringEINTRIO(unix.Read, fd.Sysfd, p)
+		}
 		if err != nil {
 			n = 0
 			if err == unix.EAGAIN && fd.Pollable() {
@@ -328,9 +333,6 @@ func (fd *FD) Write(p []byte) (int, error) { return fd.WriteContext(context.Back
 // Like ReadContext's, its loop is written out, not ioLoop's: a writer
 // parked on a peer that stopped reading is parked here.
 func (fd *FD) WriteContext(ctx context.Context, p []byte) (int, error) {
-	if fd.faulted() {
-		return fd.writeFaulty(ctx, p)
-	}
 	if err := fd.writeLock(); err != nil {
 		return 0, err
 	}
@@ -339,15 +341,21 @@ func (fd *FD) WriteContext(ctx context.Context, p []byte) (int, error) {
 		return 0, err
 	}
 	var nn int
-	for {
+	for calls := 0; ; calls++ {
 		max := len(p)
 		if fd.isStream && max-nn > maxRW {
 			max = nn + maxRW
 		}
-		n, err := ignoringEINTRIO(unix.Write, fd.Sysfd, p[nn:max])
-		if n > max-nn {
-			// The kernel claims more than asked: memory may be corrupt.
-			panic("invalid return from write: got " + strconv.Itoa(n) + " from a write of " + strconv.Itoa(max-nn))
+		b := p[nn:max]
+		var n int
+		var err error
+		if fd.faulted() {
+			n, err = fd.writeFaulted(b, calls)
+		} else {
+			n, err = ignoringEINTRIO(unix.Write, fd.Sysfd, b)
+		}
+		if n > len(b) {
+			badWrite(n, len(b))
 		}
 		if n > 0 {
 			nn += n
@@ -367,6 +375,15 @@ func (fd *FD) WriteContext(ctx context.Context, p []byte) (int, error) {
 			return nn, io.ErrUnexpectedEOF
 		}
 	}
+}
+
+// badWrite panics: the kernel claims to have written n bytes of a write
+// of asked, so memory may be corrupt. Out of line, so that WriteContext's
+// frame, under every parked writer, holds no string building.
+//
+//go:noinline
+func badWrite(n, asked int) {
+	panic("invalid return from write: got " + strconv.Itoa(n) + " from a write of " + strconv.Itoa(asked))
 }
 
 // Pread wraps pread(2). Like internal/poll it takes only a reference: it
@@ -434,15 +451,11 @@ func (fd *FD) AcceptContext(ctx context.Context, rsa *unix.RawSockaddrAny) (int,
 	if err := fd.Prepare(pollfd.ModeRead); err != nil {
 		return -1, "", err
 	}
-	var in *faults.Injector // nil: no faults (its Accept is nil-safe)
-	if fd.faulted() {
-		in = fd.injector()
-	}
 	for {
 		var s int
 		var err error
-		if e := in.Accept(); e != 0 {
-			s, err = -1, e
+		if fd.faulted() {
+			s, err = fd.acceptFaulted(rsa)
 		} else {
 			s, err = accept4(fd.Sysfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, rsa)
 		}
