@@ -12,12 +12,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gatenet/gatenet/faults"
+	"github.com/gatenet/gatenet/internal/faultinject"
 	"github.com/gatenet/gatenet/pollfd"
 )
 
 // The fault layer (package faults) at the system-call boundary. An FD
-// with faults attached has flagFaults set and its *faults.Injector in
-// injectors, keyed by the FD's address (a field would grow every
+// with faults attached has flagFaults set and its faults and injector
+// (internal/faultinject) in injectors, keyed by the FD's address (a field
+// would grow every
 // connection's descriptor; the key is dropped when the FD is destroyed or
 // finalized, before its memory can be reused).
 //
@@ -31,7 +33,13 @@ import (
 // injector then withholds again), or by the deadline or Close. Faults are
 // attached only to pollable descriptors, so every such wait can end.
 
-var injectors sync.Map // uintptr(unsafe.Pointer(fd)) → *faults.Injector
+var injectors sync.Map // uintptr(unsafe.Pointer(fd)) → *attached
+
+// attached is what SetFaults attached to an FD.
+type attached struct {
+	f  *faults.Faults
+	in faultinject.Injector
+}
 
 // errFaultsNotPollable is SetFaults' error for a descriptor in blocking
 // mode: a delay it injected could not be ended by a deadline or Close.
@@ -53,43 +61,50 @@ func (fd *FD) SetFaults(f *faults.Faults) error {
 	if !fd.Pollable() {
 		return errFaultsNotPollable
 	}
-	in, err := f.NewInjector(fd.Sysfd, !fd.isStream)
+	traffic := faultinject.Stream
+	if !fd.isStream {
+		traffic = faultinject.Datagrams
+	}
+	in, err := faultinject.New(f, fd.Sysfd, traffic)
 	if err != nil {
 		return err
 	}
-	injectors.Store(key, in)
+	injectors.Store(key, &attached{f, in})
 	fd.flags.Or(flagFaults)
 	return nil
 }
 
 // Faults returns the faults attached to fd, or nil.
 func (fd *FD) Faults() *faults.Faults {
-	if in := fd.injector(); in != noInjector {
-		return in.Faults()
-	}
-	return nil
+	return fd.attached().f
 }
 
 // faulted reports whether faults are attached: the one load each system
 // call step of a loop makes.
 func (fd *FD) faulted() bool { return fd.flags.Load()&flagFaults != 0 }
 
-// noInjector injects nothing: what a step that saw the flag gets if the
-// faults were detached since.
-var noInjector = func() *faults.Injector {
-	in, _ := new(faults.Faults).NewInjector(-1, false)
-	return in
+// nothingAttached injects nothing: what a step that saw the flag gets if
+// the faults were detached since.
+var nothingAttached = func() *attached {
+	in, err := faultinject.New(new(faults.Faults), -1, faultinject.Stream)
+	if err != nil {
+		panic(err)
+	}
+	return &attached{nil, in}
 }()
 
-// injector returns fd's injector, or noInjector.
-func (fd *FD) injector() *faults.Injector {
+// attached returns what is attached to fd, or nothingAttached.
+func (fd *FD) attached() *attached {
 	if fd.faulted() {
 		if v, ok := injectors.Load(uintptr(unsafe.Pointer(fd))); ok {
-			return v.(*faults.Injector)
+			return v.(*attached)
 		}
 	}
-	return noInjector
+	return nothingAttached
 }
+
+// injector returns fd's injector.
+func (fd *FD) injector() faultinject.Injector { return fd.attached().in }
 
 // dropFaults forgets fd's injector; destroy and finalize call it.
 func (fd *FD) dropFaults() {
@@ -188,7 +203,12 @@ func (fd *FD) faultStep(mode pollfd.Mode, calls, size int, out *datagram, call f
 	in := fd.injector()
 	dir := dirOf(mode)
 	for ; ; calls++ {
-		st := in.Before(dir, calls == 0)
+		var st faultinject.Step
+		if calls == 0 {
+			st = in.Begin(dir)
+		} else {
+			st = in.Before(dir)
+		}
 		switch {
 		case st.Err != 0:
 			fd.shut(st.Shut)
@@ -233,11 +253,11 @@ func (fd *FD) faultStep(mode pollfd.Mode, calls, size int, out *datagram, call f
 	}
 }
 
-func dirOf(mode pollfd.Mode) faults.Dir {
+func dirOf(mode pollfd.Mode) faultinject.Dir {
 	if mode == pollfd.ModeRead {
-		return faults.Read
+		return faultinject.Read
 	}
-	return faults.Write
+	return faultinject.Write
 }
 
 // kick wakes mode's waiter on pd with no event: every kick of the fault
@@ -259,11 +279,11 @@ func (fd *FD) kickAfter(mode pollfd.Mode, d time.Duration) {
 // descriptor open; any other socket is shut down both ways. A pipe end
 // cannot be shut down (ENOTSOCK, ignored) and closing it is not ours to
 // do: only this end's later calls fail, with the injector's ECONNRESET.
-func (fd *FD) shut(s faults.Shutdown) {
+func (fd *FD) shut(s faultinject.Shutdown) {
 	switch s {
-	case faults.ShutWrite:
+	case faultinject.ShutWrite:
 		unix.Shutdown(fd.Sysfd, unix.SHUT_WR)
-	case faults.ShutReset:
+	case faultinject.ShutReset:
 		if proto, err := unix.GetsockoptInt(fd.Sysfd, unix.SOL_SOCKET, unix.SO_PROTOCOL); err == nil && proto == unix.IPPROTO_TCP {
 			sa := unix.RawSockaddr{Family: unix.AF_UNSPEC}
 			unix.Syscall(unix.SYS_CONNECT, uintptr(fd.Sysfd), uintptr(unsafe.Pointer(&sa)), unsafe.Sizeof(sa))
@@ -284,7 +304,7 @@ type datagram struct {
 
 // send sends out with call now, twice, or later from copies, as the
 // injector decides.
-func (fd *FD) send(in *faults.Injector, out *datagram, call func(limit int) (int, error)) (int, error) {
+func (fd *FD) send(in faultinject.Injector, out *datagram, call func(limit int) (int, error)) (int, error) {
 	dup, delay := in.Datagram()
 	if delay > 0 {
 		if later, ok := out.detached(); ok {
