@@ -73,7 +73,11 @@ const maxRW = 1 << 30
 // internal/poll's Init does, and a file treats it as harmless.
 func NewFile(sysfd int, p *pollfd.Poller, pollable bool) (*FD, error) {
 	fd := &FD{isFile: true, isStream: true, zeroReadIsEOF: true}
-	return fd, fd.init(sysfd, p, AnyShard, pollable, false)
+	reg := notPolled
+	if pollable {
+		reg = polled
+	}
+	return fd, fd.init(sysfd, p, AnyShard, reg)
 }
 
 // InitSocket makes a zero FD, in place, the socket sysfd of type sotype
@@ -89,19 +93,26 @@ func NewFile(sysfd int, p *pollfd.Poller, pollable bool) (*FD, error) {
 func (fd *FD) InitSocket(sysfd, sotype int, p *pollfd.Poller, shard int) error {
 	fd.isStream = sotype == unix.SOCK_STREAM
 	fd.zeroReadIsEOF = sotype != unix.SOCK_DGRAM && sotype != unix.SOCK_RAW
-	return fd.init(sysfd, p, shard, true, true)
+	return fd.init(sysfd, p, shard, polledLazily)
 }
 
-// init registers sysfd with p, on shard, if pollable; the kind fields
-// (isFile, isStream, zeroReadIsEOF) are already set. lazy defers the
-// epoll registration to the first wait (pollfd.Poller.OpenLazy): for a
-// socket, which epoll always accepts.
-func (fd *FD) init(sysfd int, p *pollfd.Poller, shard int, pollable, lazy bool) error {
+// registration is how init registers a descriptor with its poller.
+type registration uint8
+
+const (
+	notPolled    registration = iota // blocking I/O
+	polled                           // at once: epoll may refuse it (pollfd.Poller.Open)
+	polledLazily                     // at its first wait (pollfd.Poller.OpenLazy): a socket, which epoll always accepts
+)
+
+// init registers sysfd with p, on shard, as reg says; the kind fields
+// (isFile, isStream, zeroReadIsEOF) are already set.
+func (fd *FD) init(sysfd int, p *pollfd.Poller, shard int, reg registration) error {
 	fd.Sysfd = sysfd
 	var err error
 	switch {
-	case !pollable:
-	case lazy:
+	case reg == notPolled:
+	case reg == polledLazily:
 		fd.pd, err = p.OpenLazy(sysfd, shard)
 	case shard == AnyShard:
 		fd.pd, err = p.Open(sysfd)
