@@ -124,8 +124,8 @@ func (fd *FD) init(sysfd int, p *pollfd.Poller, shard int, reg registration) err
 	}
 	// An FD dropped without Close is closed by the collector, with the
 	// finalizer os and net use: its record holds no argument, where
-	// runtime.AddCleanup boxes one and a closure (24 bytes more per
-	// connection, and a 16-byte handle to stop it). fd starts its
+	// runtime.AddCleanup boxes one and a closure, and needs a handle kept
+	// to stop it: memory every connection would pay. fd starts its
 	// allocation, as SetFinalizer requires: standalone, or the first field
 	// of a netFD (the root package's TestNetFDSize checks).
 	runtime.SetFinalizer(fd, (*FD).finalize)
