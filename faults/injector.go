@@ -5,35 +5,31 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/gatenet/gatenet/internal/faultinject"
 )
 
-// Shutdown is what the descriptor does to its socket for a fault.
-type Shutdown uint8
-
-const (
-	ShutNone  Shutdown = iota
-	ShutWrite          // shutdown(SHUT_WR): a FIN
-	ShutReset          // TCP: connect(AF_UNSPEC), a RST; others: shutdown(SHUT_RDWR)
+// Shorter names for the contract's types (internal/faultinject).
+type (
+	step     = faultinject.Step
+	shutdown = faultinject.Shutdown
 )
 
-// Step is the fault layer's answer to a descriptor about to make a system
-// call: make it (within Limit), or not, and what to report instead.
-type Step struct {
-	Limit int           // > 0: pass at most Limit bytes in this call
-	Wait  time.Duration // > 0: no call; report EAGAIN and Kick the waiter after Wait
-	Park  bool          // no call; report EAGAIN: a Kick is due already, or only the deadline or Close ends this
-	Again bool          // no call; report EAGAIN and Kick the waiter at once
-	Err   syscall.Errno // no call; fail with Err
-	EOF   bool          // no call; report the end of the stream
-	Drop  bool          // datagram: write, no call, report success; read, make the call and lose what it got
-	Shut  Shutdown      // with Err: first do this to the socket (a ResetAfter or CloseAfter of 0)
+func init() {
+	faultinject.New = func(f any, fd int, t faultinject.Traffic) (faultinject.Injector, error) {
+		in, err := f.(*Faults).newInjector(fd, t)
+		if err != nil {
+			return nil, err // not a nil *injector in an interface
+		}
+		return in, nil
+	}
 }
 
-// Injector is the fault state of one descriptor: the bytes passed each
-// way, the random generators, a pending delay. gatenet's descriptor layer
-// (internal/poll) calls it around each system call; it is exported so that
-// the contract is written down, not for use beside gatenet's.
-type Injector struct {
+// injector is the fault state of one descriptor (faultinject.Injector):
+// the bytes passed each way, the random generators, a pending delay.
+// gatenet's descriptor layer (internal/poll) calls it around each system
+// call.
+type injector struct {
 	f        *Faults
 	fd       int
 	datagram bool
@@ -59,13 +55,13 @@ type dirState struct {
 	shut      bool       // write CloseAfter reached
 }
 
-// NewInjector returns f's state for one descriptor, fd (for the events),
-// which carries datagrams or a stream. It fails if f is not valid.
-func (f *Faults) NewInjector(fd int, datagram bool) (*Injector, error) {
+// newInjector returns f's state for one descriptor, fd (for the events),
+// carrying t. It fails if f is not valid.
+func (f *Faults) newInjector(fd int, t faultinject.Traffic) (*injector, error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
-	in := &Injector{f: f, fd: fd, datagram: datagram}
+	in := &injector{f: f, fd: fd, datagram: t == faultinject.Datagrams}
 	in.misc = rand.New(rand.NewPCG(f.Seed, 4))
 	for i := range in.dirs {
 		in.dirs[i].chunks = rand.New(rand.NewPCG(f.Seed, uint64(2*i)))
@@ -74,45 +70,58 @@ func (f *Faults) NewInjector(fd int, datagram bool) (*Injector, error) {
 	return in, nil
 }
 
-// Faults returns the Faults value in is drawn from.
-func (in *Injector) Faults() *Faults { return in.f }
-
-func (in *Injector) event(k kind, dir Dir, s *dirState, n int, err error) {
+func (in *injector) event(k kind, dir Dir, s *dirState, n int, err error) {
 	in.f.record(k, Event{Dir: dir, Fd: in.fd, Offset: s.passed, N: n, Err: err})
 }
 
-// Before is called before each system call of a read (dir Read) or write
-// (dir Write); first is true for the first of a Read or Write call.
-func (in *Injector) Before(dir Dir, first bool) Step {
+// Begin is called before the first system call of a read or write call
+// in d: Latency holds the call back by its delay, then as Before.
+func (in *injector) Begin(d faultinject.Dir) step {
+	dir := Dir(d)
 	i := dir.index()
-	p := &in.f.plan.dirs[i]
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	s := &in.dirs[i]
-	if in.broken {
-		return Step{Err: syscall.ECONNRESET}
-	}
-	if s.eof {
-		return Step{EOF: true}
-	}
-	if s.shut {
-		return Step{Err: syscall.EPIPE}
-	}
-	now := time.Now()
-	if first && p.latency != nil {
-		d := p.latency.Delay
-		if p.latency.Jitter > 0 {
-			d += time.Duration(s.coins.Int64N(int64(p.latency.Jitter)))
+	if l := in.f.plan.dirs[i].latency; l != nil && !in.broken && !in.dirs[i].eof && !in.dirs[i].shut {
+		s := &in.dirs[i]
+		delay := l.Delay
+		if l.Jitter > 0 {
+			delay += time.Duration(s.coins.Int64N(int64(l.Jitter)))
 		}
-		if t := now.Add(d); t.After(s.until) {
+		if t := time.Now().Add(delay); t.After(s.until) {
 			s.until = t
 		}
-		in.event(kindLatency, dir, s, int(d/time.Microsecond), nil)
+		in.event(kindLatency, dir, s, int(delay/time.Microsecond), nil)
 	}
+	return in.before(dir)
+}
+
+// Before is called before each later system call of a read or write call
+// in d.
+func (in *injector) Before(d faultinject.Dir) step {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.before(Dir(d))
+}
+
+// before is Before, in.mu held.
+func (in *injector) before(dir Dir) step {
+	i := dir.index()
+	p := &in.f.plan.dirs[i]
+	s := &in.dirs[i]
+	if in.broken {
+		return step{Err: syscall.ECONNRESET}
+	}
+	if s.eof {
+		return step{EOF: true}
+	}
+	if s.shut {
+		return step{Err: syscall.EPIPE}
+	}
+	now := time.Now()
 	if now.Before(s.until) {
 		return in.waitUntil(s, now)
 	}
-	var st Step
+	var st step
 	limit := func(n int64) {
 		if n > 0 && (st.Limit == 0 || n < int64(st.Limit)) {
 			st.Limit = int(min(n, 1<<30))
@@ -122,23 +131,23 @@ func (in *Injector) Before(dir Dir, first bool) Step {
 		if p.reset >= 0 && s.passed >= p.reset {
 			in.broken = true
 			in.event(kindReset, dir, s, 0, syscall.ECONNRESET)
-			return Step{Shut: ShutReset, Err: syscall.ECONNRESET}
+			return step{Shut: faultinject.ShutReset, Err: syscall.ECONNRESET}
 		}
 		if p.close >= 0 && s.passed >= p.close {
 			in.event(kindClose, dir, s, 0, nil)
 			if dir == Read {
 				s.eof = true
-				return Step{EOF: true}
+				return step{EOF: true}
 			}
 			s.shut = true
-			return Step{Shut: ShutWrite, Err: syscall.EPIPE}
+			return step{Shut: faultinject.ShutWrite, Err: syscall.EPIPE}
 		}
 		if p.stall != nil && !s.stalled {
 			if s.passed >= p.stall.After {
 				s.stalled = true
 				in.event(kindStall, dir, s, int(p.stall.For/time.Microsecond), nil)
 				if p.stall.For == 0 {
-					return Step{Park: true}
+					return step{Park: true}
 				}
 				s.until = now.Add(p.stall.For)
 				return in.waitUntil(s, now)
@@ -146,7 +155,7 @@ func (in *Injector) Before(dir Dir, first bool) Step {
 			limit(p.stall.After - s.passed)
 		}
 		if p.stall != nil && s.stalled && p.stall.For == 0 {
-			return Step{Park: true}
+			return step{Park: true}
 		}
 		if p.reset >= 0 {
 			limit(p.reset - s.passed)
@@ -177,7 +186,7 @@ func (in *Injector) Before(dir Dir, first bool) Step {
 	}
 	if p.eagain > 0 && s.coins.Float64() < p.eagain {
 		in.event(kindEAGAIN, dir, s, 0, nil)
-		return Step{Again: true}
+		return step{Again: true}
 	}
 	if in.datagram && p.drop > 0 && s.coins.Float64() < p.drop {
 		in.event(kindDrop, dir, s, 0, nil)
@@ -188,18 +197,19 @@ func (in *Injector) Before(dir Dir, first bool) Step {
 
 // waitUntil is the Step that waits for s.until, scheduling a Kick unless
 // one is due by then.
-func (in *Injector) waitUntil(s *dirState, now time.Time) Step {
+func (in *injector) waitUntil(s *dirState, now time.Time) step {
 	if !s.kickAt.IsZero() && !s.kickAt.After(s.until) && s.kickAt.After(now) {
-		return Step{Park: true}
+		return step{Park: true}
 	}
 	s.kickAt = s.until
-	return Step{Wait: s.until.Sub(now)}
+	return step{Wait: s.until.Sub(now)}
 }
 
-// Passed records n bytes (a datagram: 1) passed by a system call in dir
+// Passed records n bytes (a datagram: 1) passed by a system call in d
 // and returns what the descriptor must do now to its socket: a stream that
 // reached a ResetAfter or CloseAfter ends there.
-func (in *Injector) Passed(dir Dir, n int) Shutdown {
+func (in *injector) Passed(d faultinject.Dir, n int) shutdown {
+	dir := Dir(d)
 	i := dir.index()
 	p := &in.f.plan.dirs[i]
 	in.mu.Lock()
@@ -207,7 +217,7 @@ func (in *Injector) Passed(dir Dir, n int) Shutdown {
 	s := &in.dirs[i]
 	if in.datagram {
 		s.passed++
-		return ShutNone
+		return faultinject.ShutNone
 	}
 	s.passed += int64(n)
 	if s.chunkLeft > 0 {
@@ -224,23 +234,24 @@ func (in *Injector) Passed(dir Dir, n int) Shutdown {
 	case p.reset >= 0 && s.passed >= p.reset && !in.broken:
 		in.broken = true
 		in.event(kindReset, dir, s, 0, syscall.ECONNRESET)
-		return ShutReset
+		return faultinject.ShutReset
 	case p.close >= 0 && s.passed >= p.close && !s.eof && !s.shut:
 		in.event(kindClose, dir, s, 0, nil)
 		if dir == Read {
 			s.eof = true
-			return ShutNone
+			return faultinject.ShutNone
 		}
 		s.shut = true
-		return ShutWrite
+		return faultinject.ShutWrite
 	}
-	return ShutNone
+	return faultinject.ShutNone
 }
 
-// AfterEAGAIN is called when a system call in dir found nothing: with
+// AfterEAGAIN is called when a system call in d found nothing: with
 // Wakeups' probability it returns the delay after which to wake the
 // waiter for nothing.
-func (in *Injector) AfterEAGAIN(dir Dir) (time.Duration, bool) {
+func (in *injector) AfterEAGAIN(d faultinject.Dir) (time.Duration, bool) {
+	dir := Dir(d)
 	i := dir.index()
 	p := &in.f.plan.dirs[i]
 	if p.wakeup == 0 {
@@ -257,8 +268,8 @@ func (in *Injector) AfterEAGAIN(dir Dir) (time.Duration, bool) {
 }
 
 // Accept is called before each accept(2): a non-zero errno is the error
-// to report instead. A nil Injector injects nothing.
-func (in *Injector) Accept() syscall.Errno {
+// to report instead. A nil injector injects nothing.
+func (in *injector) Accept() syscall.Errno {
 	if in == nil || in.f.plan.accept == nil {
 		return 0
 	}
@@ -282,9 +293,9 @@ func (in *Injector) Accept() syscall.Errno {
 
 // Dial is called before connect(2): a non-zero errno is the error to
 // report instead; hang, that the connect must wait for the dial's
-// deadline or cancellation without being made. A nil Injector injects
+// deadline or cancellation without being made. A nil injector injects
 // nothing.
-func (in *Injector) Dial() (err syscall.Errno, hang bool) {
+func (in *injector) Dial() (err syscall.Errno, hang bool) {
 	if in == nil {
 		return 0, false
 	}
@@ -303,7 +314,7 @@ func (in *Injector) Dial() (err syscall.Errno, hang bool) {
 
 // Datagram is called before a datagram is written (after Before allowed
 // it): dup, send it twice; delay > 0, send a copy that much later instead.
-func (in *Injector) Datagram() (dup bool, delay time.Duration) {
+func (in *injector) Datagram() (dup bool, delay time.Duration) {
 	p := &in.f.plan
 	if p.dup == 0 && p.reorder == nil {
 		return false, 0

@@ -3,7 +3,7 @@
 // read/write locks (fd_mutex.go) and its pollfd registration, and the I/O
 // loops on it — lock → Prepare → system call → EAGAIN → Wait → retry —
 // for read and write (fd.go), datagrams and messages (fd_msg.go),
-// readv/writev (fd_vec.go), splice and sendfile (fd_splice.go,
+// writev (fd_vec.go), splice and sendfile (fd_splice.go,
 // fd_sendfile.go), RawConn's hooks (fd_raw.go) and readiness waits
 // (fd_wait.go), with pollfd's errors mapped to net's and os's sentinels
 // (errors.go).

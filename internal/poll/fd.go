@@ -15,7 +15,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gatenet/gatenet/faults"
 	"github.com/gatenet/gatenet/pollfd"
 )
 
@@ -34,6 +33,8 @@ import (
 //
 // Each I/O loop is internal/poll's: lock → prepare (fails fast on close,
 // expired deadline) → syscall → EAGAIN → wait → retry, EINTR retried.
+// With faults attached (flagFaults) the syscall step is the fault layer's
+// instead (fd_faults.go); the rest of the loop is the same.
 type FD struct {
 	mu fdMutex
 
@@ -72,7 +73,11 @@ const maxRW = 1 << 30
 // internal/poll's Init does, and a file treats it as harmless.
 func NewFile(sysfd int, p *pollfd.Poller, pollable bool) (*FD, error) {
 	fd := &FD{isFile: true, isStream: true, zeroReadIsEOF: true}
-	return fd, fd.init(sysfd, p, AnyShard, pollable, false)
+	reg := notPolled
+	if pollable {
+		reg = polled
+	}
+	return fd, fd.init(sysfd, p, AnyShard, reg)
 }
 
 // InitSocket makes a zero FD, in place, the socket sysfd of type sotype
@@ -88,19 +93,26 @@ func NewFile(sysfd int, p *pollfd.Poller, pollable bool) (*FD, error) {
 func (fd *FD) InitSocket(sysfd, sotype int, p *pollfd.Poller, shard int) error {
 	fd.isStream = sotype == unix.SOCK_STREAM
 	fd.zeroReadIsEOF = sotype != unix.SOCK_DGRAM && sotype != unix.SOCK_RAW
-	return fd.init(sysfd, p, shard, true, true)
+	return fd.init(sysfd, p, shard, polledLazily)
 }
 
-// init registers sysfd with p, on shard, if pollable; the kind fields
-// (isFile, isStream, zeroReadIsEOF) are already set. lazy defers the
-// epoll registration to the first wait (pollfd.Poller.OpenLazy): for a
-// socket, which epoll always accepts.
-func (fd *FD) init(sysfd int, p *pollfd.Poller, shard int, pollable, lazy bool) error {
+// registration is how init registers a descriptor with its poller.
+type registration uint8
+
+const (
+	notPolled    registration = iota // blocking I/O
+	polled                           // at once: epoll may refuse it (pollfd.Poller.Open)
+	polledLazily                     // at its first wait (pollfd.Poller.OpenLazy): a socket, which epoll always accepts
+)
+
+// init registers sysfd with p, on shard, as reg says; the kind fields
+// (isFile, isStream, zeroReadIsEOF) are already set.
+func (fd *FD) init(sysfd int, p *pollfd.Poller, shard int, reg registration) error {
 	fd.Sysfd = sysfd
 	var err error
 	switch {
-	case !pollable:
-	case lazy:
+	case reg == notPolled:
+	case reg == polledLazily:
 		fd.pd, err = p.OpenLazy(sysfd, shard)
 	case shard == AnyShard:
 		fd.pd, err = p.Open(sysfd)
@@ -112,8 +124,8 @@ func (fd *FD) init(sysfd int, p *pollfd.Poller, shard int, pollable, lazy bool) 
 	}
 	// An FD dropped without Close is closed by the collector, with the
 	// finalizer os and net use: its record holds no argument, where
-	// runtime.AddCleanup boxes one and a closure (24 bytes more per
-	// connection, and a 16-byte handle to stop it). fd starts its
+	// runtime.AddCleanup boxes one and a closure, and needs a handle kept
+	// to stop it: memory every connection would pay. fd starts its
 	// allocation, as SetFinalizer requires: standalone, or the first field
 	// of a netFD (the root package's TestNetFDSize checks).
 	runtime.SetFinalizer(fd, (*FD).finalize)
@@ -248,15 +260,16 @@ func (fd *FD) Wait(mode pollfd.Mode) error {
 	return convertPollErr(fd.pd.Wait(mode), fd.isFile)
 }
 
-// waitContext is wait that also ends when ctx is done; nil ctx is wait.
-// It calls the Desc itself rather than through wait: one frame less under
-// a park that may last as long as the connection idles.
+// waitContext is Wait that also ends when ctx is done. It calls the Desc
+// itself rather than through Wait, and a ctx that can never end (Done
+// nil, as context.Background's) takes Desc.Wait: one frame less each
+// under a park that may last as long as the connection idles.
 func (fd *FD) waitContext(ctx context.Context, mode pollfd.Mode) error {
 	if fd.pd == nil {
 		return errWaitUnsupported
 	}
 	var err error
-	if ctx == nil {
+	if ctx.Done() == nil {
 		err = fd.pd.Wait(mode)
 	} else {
 		err = fd.pd.WaitContext(ctx, mode)
@@ -275,14 +288,11 @@ func (fd *FD) eofError(n int, err error) error {
 // Read wraps read(2). It mirrors internal/poll's FD.Read: a zero-length
 // read returns (0, nil) without a syscall or deadline check; one read(2)
 // per call, so short reads are normal; io.EOF bare.
-func (fd *FD) Read(p []byte) (int, error) { return fd.ReadContext(nil, p) }
+func (fd *FD) Read(p []byte) (int, error) { return fd.ReadContext(context.Background(), p) }
 
-// ReadContext is Read whose wait for data also ends when ctx is done (nil
-// ctx: never), with ctx's error; the descriptor stays usable.
+// ReadContext is Read whose wait for data also ends when ctx is done,
+// with ctx's error; the descriptor stays usable.
 func (fd *FD) ReadContext(ctx context.Context, p []byte) (int, error) {
-	if fd.faulted() {
-		return fd.readFaulty(ctx, p)
-	}
 	if err := fd.readLock(); err != nil {
 		return 0, err
 	}
@@ -290,7 +300,8 @@ func (fd *FD) ReadContext(ctx context.Context, p []byte) (int, error) {
 	// every blocked Read, on a stack that holds it while the connection
 	// idles; a defer record would make it bigger. For the same reason the
 	// loop is written out here rather than run by ioLoop (fd_msg.go), which
-	// would add two frames (pollfd/gate.go, "Stack depth").
+	// would add two frames (pollfd/gate.go, "Stack depth"), and the fault
+	// layer's step is a call out of line, not a closure in this frame.
 	if len(p) == 0 {
 		fd.readUnlock()
 		return 0, nil
@@ -302,8 +313,14 @@ func (fd *FD) ReadContext(ctx context.Context, p []byte) (int, error) {
 	if fd.isStream && len(p) > maxRW {
 		p = p[:maxRW]
 	}
-	for {
-		n, err := ignoringEINTRIO(unix.Read, fd.Sysfd, p)
+	for calls := 0; ; calls++ {
+		var n int
+		var err error
+		if fd.faulted() {
+			n, err = fd.readFaulted(p, calls)
+		} else {
+			n, err = ignoringEINTRIO(unix.Read, fd.Sysfd, p)
+		}
 		if err != nil {
 			n = 0
 			if err == unix.EAGAIN && fd.Pollable() {
@@ -320,16 +337,13 @@ func (fd *FD) ReadContext(ctx context.Context, p []byte) (int, error) {
 // Write wraps write(2), looping until all of p is written, as
 // internal/poll's FD.Write does. A zero-length Write still checks the
 // deadline and calls write(2). On error the count written so far is kept.
-func (fd *FD) Write(p []byte) (int, error) { return fd.WriteContext(nil, p) }
+func (fd *FD) Write(p []byte) (int, error) { return fd.WriteContext(context.Background(), p) }
 
-// WriteContext is Write whose waits for space also end when ctx is done
-// (nil ctx: never), returning the count written so far with ctx's error.
+// WriteContext is Write whose waits for space also end when ctx is done,
+// returning the count written so far with ctx's error.
 // Like ReadContext's, its loop is written out, not ioLoop's: a writer
 // parked on a peer that stopped reading is parked here.
 func (fd *FD) WriteContext(ctx context.Context, p []byte) (int, error) {
-	if fd.faulted() {
-		return fd.writeFaulty(ctx, p)
-	}
 	if err := fd.writeLock(); err != nil {
 		return 0, err
 	}
@@ -338,15 +352,21 @@ func (fd *FD) WriteContext(ctx context.Context, p []byte) (int, error) {
 		return 0, err
 	}
 	var nn int
-	for {
+	for calls := 0; ; calls++ {
 		max := len(p)
 		if fd.isStream && max-nn > maxRW {
 			max = nn + maxRW
 		}
-		n, err := ignoringEINTRIO(unix.Write, fd.Sysfd, p[nn:max])
-		if n > max-nn {
-			// The kernel claims more than asked: memory may be corrupt.
-			panic("invalid return from write: got " + strconv.Itoa(n) + " from a write of " + strconv.Itoa(max-nn))
+		b := p[nn:max]
+		var n int
+		var err error
+		if fd.faulted() {
+			n, err = fd.writeFaulted(b, calls)
+		} else {
+			n, err = ignoringEINTRIO(unix.Write, fd.Sysfd, b)
+		}
+		if n > len(b) {
+			badWrite(n, len(b))
 		}
 		if n > 0 {
 			nn += n
@@ -366,6 +386,15 @@ func (fd *FD) WriteContext(ctx context.Context, p []byte) (int, error) {
 			return nn, io.ErrUnexpectedEOF
 		}
 	}
+}
+
+// badWrite panics: the kernel claims to have written n bytes of a write
+// of asked, so memory may be corrupt. Out of line, so that WriteContext's
+// frame, under every parked writer, holds no string building.
+//
+//go:noinline
+func badWrite(n, asked int) {
+	panic("invalid return from write: got " + strconv.Itoa(n) + " from a write of " + strconv.Itoa(asked))
 }
 
 // Pread wraps pread(2). Like internal/poll it takes only a reference: it
@@ -420,11 +449,11 @@ func (fd *FD) Pwrite(p []byte, off int64) (int, error) {
 // connections); ECONNABORTED is retried silently, as internal/poll does.
 // The returned string names the failed syscall for wrapping.
 func (fd *FD) Accept(rsa *unix.RawSockaddrAny) (int, string, error) {
-	return fd.AcceptContext(nil, rsa)
+	return fd.AcceptContext(context.Background(), rsa)
 }
 
-// AcceptContext is Accept whose wait also ends when ctx is done (nil ctx:
-// never), with ctx's error.
+// AcceptContext is Accept whose wait also ends when ctx is done, with
+// ctx's error.
 func (fd *FD) AcceptContext(ctx context.Context, rsa *unix.RawSockaddrAny) (int, string, error) {
 	if err := fd.readLock(); err != nil {
 		return -1, "", err
@@ -433,15 +462,11 @@ func (fd *FD) AcceptContext(ctx context.Context, rsa *unix.RawSockaddrAny) (int,
 	if err := fd.Prepare(pollfd.ModeRead); err != nil {
 		return -1, "", err
 	}
-	var in *faults.Injector // nil: no faults (its Accept is nil-safe)
-	if fd.faulted() {
-		in = fd.injector()
-	}
 	for {
 		var s int
 		var err error
-		if e := in.Accept(); e != 0 {
-			s, err = -1, e
+		if fd.faulted() {
+			s, err = fd.acceptFaulted(rsa)
 		} else {
 			s, err = accept4(fd.Sysfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, rsa)
 		}

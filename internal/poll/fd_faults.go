@@ -3,9 +3,8 @@
 package poll
 
 import (
-	"context"
 	"errors"
-	"io"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -13,24 +12,35 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gatenet/gatenet/faults"
+	"github.com/gatenet/gatenet/internal/faultinject"
 	"github.com/gatenet/gatenet/internal/pollhook"
 	"github.com/gatenet/gatenet/pollfd"
 )
 
 // The fault layer (package faults) at the system-call boundary. An FD
-// with faults attached has flagFaults set and its *faults.Injector in
-// injectors, keyed by the FD's address (a field would grow every
+// with faults attached has flagFaults set and its faults and injector
+// (internal/faultinject) in injectors, keyed by the FD's address (a field
+// would grow every
 // connection's descriptor; the key is dropped when the FD is destroyed or
-// finalized, before its memory can be reused). Every I/O loop tests the
-// flag once and, when it is set, runs the loops of this file instead:
-// the same lock → prepare → syscall → EAGAIN → wait loop, asking the
-// injector before each system call. What the injector withholds is
-// reported as EAGAIN, and the wait that follows ends as any wait does: by
-// a Kick the injector asked for (pollfd.Desc.Kick), by a real edge (the
+// finalized, before its memory can be reused).
+//
+// The I/O loops are the loops of fd.go, fd_msg.go and fd_vec.go: each
+// tests the flag at its system-call step and, when it is set, calls its
+// step here instead (readFaulted, writeFaulted, writevFaulted, ioFaulted,
+// acceptFaulted), out of line, so that an unfaulted loop pays one load
+// and a branch and its frame does not grow. What the injector withholds
+// is reported as EAGAIN, and the loop's wait that follows ends as any
+// wait does: by a kick the injector asked for, by a real edge (the
 // injector then withholds again), or by the deadline or Close. Faults are
 // attached only to pollable descriptors, so every such wait can end.
 
-var injectors sync.Map // uintptr(unsafe.Pointer(fd)) → *faults.Injector
+var injectors sync.Map // uintptr(unsafe.Pointer(fd)) → *attached
+
+// attached is what SetFaults attached to an FD.
+type attached struct {
+	f  *faults.Faults
+	in faultinject.Injector
+}
 
 // errFaultsNotPollable is SetFaults' error for a descriptor in blocking
 // mode: a delay it injected could not be ended by a deadline or Close.
@@ -52,45 +62,50 @@ func (fd *FD) SetFaults(f *faults.Faults) error {
 	if !fd.Pollable() {
 		return errFaultsNotPollable
 	}
-	in, err := f.NewInjector(fd.Sysfd, !fd.isStream)
+	traffic := faultinject.Stream
+	if !fd.isStream {
+		traffic = faultinject.Datagrams
+	}
+	in, err := faultinject.New(f, fd.Sysfd, traffic)
 	if err != nil {
 		return err
 	}
-	injectors.Store(key, in)
+	injectors.Store(key, &attached{f, in})
 	fd.flags.Or(flagFaults)
 	return nil
 }
 
 // Faults returns the faults attached to fd, or nil.
 func (fd *FD) Faults() *faults.Faults {
-	if in := fd.injector(); in != noInjector {
-		return in.Faults()
-	}
-	return nil
+	return fd.attached().f
 }
 
-// faulted reports whether faults are attached: the one atomic load every
-// I/O loop makes. The loops call the fault path only when it is true, and
-// look the injector up there, so that their own frames stay as small as
-// before (the parked stack's depth: pollfd/gate.go, "Stack depth").
+// faulted reports whether faults are attached: the one load each system
+// call step of a loop makes.
 func (fd *FD) faulted() bool { return fd.flags.Load()&flagFaults != 0 }
 
-// noInjector injects nothing: what a loop that saw the flag gets if the
-// faults were detached since.
-var noInjector = func() *faults.Injector {
-	in, _ := new(faults.Faults).NewInjector(-1, false)
-	return in
+// nothingAttached injects nothing: what a step that saw the flag gets if
+// the faults were detached since.
+var nothingAttached = func() *attached {
+	in, err := faultinject.New(new(faults.Faults), -1, faultinject.Stream)
+	if err != nil {
+		panic(err)
+	}
+	return &attached{nil, in}
 }()
 
-// injector returns fd's injector, or noInjector.
-func (fd *FD) injector() *faults.Injector {
+// attached returns what is attached to fd, or nothingAttached.
+func (fd *FD) attached() *attached {
 	if fd.faulted() {
 		if v, ok := injectors.Load(uintptr(unsafe.Pointer(fd))); ok {
-			return v.(*faults.Injector)
+			return v.(*attached)
 		}
 	}
-	return noInjector
+	return nothingAttached
 }
+
+// injector returns fd's injector.
+func (fd *FD) injector() faultinject.Injector { return fd.attached().in }
 
 // dropFaults forgets fd's injector; destroy and finalize call it.
 func (fd *FD) dropFaults() {
@@ -100,12 +115,156 @@ func (fd *FD) dropFaults() {
 	}
 }
 
-func dirOf(mode pollfd.Mode) faults.Dir {
-	if mode == pollfd.ModeRead {
-		return faults.Read
-	}
-	return faults.Write
+// The loops' steps under faults. Each is the loop's own system call made
+// through faultStep; calls is how many system calls the loop's I/O call
+// made before this one. They are not inlined: their closures would
+// otherwise sit in the loops' frames.
+
+//go:noinline
+func (fd *FD) readFaulted(p []byte, calls int) (int, error) {
+	return fd.faultStep(pollfd.ModeRead, calls, len(p), nil, func(limit int) (int, error) {
+		return ignoringEINTRIO(unix.Read, fd.Sysfd, p[:limit])
+	})
 }
+
+//go:noinline
+func (fd *FD) writeFaulted(p []byte, calls int) (int, error) {
+	write := func(limit int) (int, error) { return ignoringEINTRIO(unix.Write, fd.Sysfd, p[:limit]) }
+	if fd.isStream {
+		return fd.faultStep(pollfd.ModeWrite, calls, len(p), nil, write)
+	}
+	return fd.faultStep(pollfd.ModeWrite, calls, len(p), &datagram{p: p}, write)
+}
+
+// writevFaulted is Writev's step: a stream's cut to the injector's limit
+// across the buffers; a datagram's, gathered for the datagram faults.
+//
+//go:noinline
+func (fd *FD) writevFaulted(iovecs []unix.Iovec, calls int) (int, error) {
+	size := 0
+	for _, iov := range iovecs {
+		size += int(iov.Len)
+	}
+	call := func(limit int) (int, error) { return writev(fd.Sysfd, cutIovecs(iovecs, limit)) }
+	if fd.isStream {
+		return fd.faultStep(pollfd.ModeWrite, calls, size, nil, call)
+	}
+	p := make([]byte, 0, size)
+	for _, iov := range iovecs {
+		p = append(p, unsafe.Slice(iov.Base, iov.Len)...)
+	}
+	return fd.faultStep(pollfd.ModeWrite, calls, size, &datagram{p: p}, call)
+}
+
+// cutIovecs shortens iovecs, in place, to limit bytes.
+func cutIovecs(iovecs []unix.Iovec, limit int) []unix.Iovec {
+	for i := range iovecs {
+		if int(iovecs[i].Len) >= limit {
+			iovecs[i].SetLen(limit)
+			return iovecs[:i+1]
+		}
+		limit -= int(iovecs[i].Len)
+	}
+	return iovecs
+}
+
+//go:noinline
+func (fd *FD) ioFaulted(mode pollfd.Mode, calls int, out *datagram, call func() (int, error)) (int, error) {
+	size := 0
+	if out != nil {
+		size = len(out.p)
+	}
+	return fd.faultStep(mode, calls, size, out, func(int) (int, error) { return call() })
+}
+
+// acceptFaulted is AcceptContext's step: accept4(2), unless the injector
+// fails it.
+func (fd *FD) acceptFaulted(rsa *unix.RawSockaddrAny) (int, error) {
+	if e := fd.injector().Accept(); e != 0 {
+		return -1, e
+	}
+	return accept4(fd.Sysfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, rsa)
+}
+
+// DialFault asks the fault layer about a connect about to be made: a
+// non-zero errno to fail with instead, or hang, to make no connect and
+// wait for the dial's end.
+func (fd *FD) DialFault() (err unix.Errno, hang bool) {
+	return fd.injector().Dial()
+}
+
+// faultStep makes a loop's system call, call, of at most size bytes, as
+// the injector decides: call gets the byte limit to pass (a stream's
+// chunk). It returns call's result, or what the injector put in its
+// place: EAGAIN for a withheld call, after arranging the kick that ends
+// its wait; an error or the end of the stream; success for a datagram
+// write (out) it lost or holds back. A datagram read it loses is made
+// again, as the next datagram is the one the caller gets.
+func (fd *FD) faultStep(mode pollfd.Mode, calls, size int, out *datagram, call func(limit int) (int, error)) (int, error) {
+	in := fd.injector()
+	dir := dirOf(mode)
+	for ; ; calls++ {
+		var st faultinject.Step
+		if calls == 0 {
+			st = in.Begin(dir)
+		} else {
+			st = in.Before(dir)
+		}
+		switch {
+		case st.Err != 0:
+			fd.shut(st.Shut)
+			return 0, st.Err
+		case st.EOF:
+			return 0, nil
+		case st.Wait > 0:
+			fd.kickAfter(mode, st.Wait)
+			return 0, unix.EAGAIN
+		case st.Park:
+			return 0, unix.EAGAIN
+		case st.Again:
+			fd.kickAfter(mode, 0)
+			return 0, unix.EAGAIN
+		case st.Drop && mode == pollfd.ModeWrite:
+			in.Passed(dir, size)
+			return size, nil
+		}
+		var n int
+		var err error
+		if out != nil {
+			n, err = fd.send(in, out, call)
+		} else {
+			limit := size
+			if st.Limit > 0 && st.Limit < limit {
+				limit = st.Limit
+			}
+			n, err = call(limit)
+		}
+		if n > 0 || (err == nil && !fd.isStream) {
+			fd.shut(in.Passed(dir, n))
+		}
+		if err == unix.EAGAIN {
+			if d, ok := in.AfterEAGAIN(dir); ok {
+				fd.kickAfter(mode, d)
+			}
+		}
+		if st.Drop && err == nil {
+			continue // a datagram read: what it received is lost
+		}
+		return n, err
+	}
+}
+
+func dirOf(mode pollfd.Mode) faultinject.Dir {
+	if mode == pollfd.ModeRead {
+		return faultinject.Read
+	}
+	return faultinject.Write
+}
+
+// kick wakes mode's waiter on pd with no event, as an edge would (counted
+// as Stats.WakeupsKick): pollfd's unexported Desc.kick, reached through
+// internal/pollhook. Every kick of the fault layer goes through here.
+var kick = pollhook.Kick.(func(*pollfd.Desc, pollfd.Mode))
 
 // kickAfter wakes mode's waiter after d (at once for d ≤ 0).
 func (fd *FD) kickAfter(mode pollfd.Mode, d time.Duration) {
@@ -117,19 +276,16 @@ func (fd *FD) kickAfter(mode pollfd.Mode, d time.Duration) {
 	time.AfterFunc(d, func() { kick(pd, mode) })
 }
 
-// kick is pollfd's Desc.kick, reached through internal/pollhook.
-var kick = pollhook.Kick.(func(*pollfd.Desc, pollfd.Mode))
-
 // shut does to the socket what a ResetAfter or CloseAfter asks for. A TCP
 // socket is reset by connect(AF_UNSPEC), which sends a RST and leaves the
 // descriptor open; any other socket is shut down both ways. A pipe end
 // cannot be shut down (ENOTSOCK, ignored) and closing it is not ours to
 // do: only this end's later calls fail, with the injector's ECONNRESET.
-func (fd *FD) shut(s faults.Shutdown) {
+func (fd *FD) shut(s faultinject.Shutdown) {
 	switch s {
-	case faults.ShutWrite:
+	case faultinject.ShutWrite:
 		unix.Shutdown(fd.Sysfd, unix.SHUT_WR)
-	case faults.ShutReset:
+	case faultinject.ShutReset:
 		if proto, err := unix.GetsockoptInt(fd.Sysfd, unix.SOL_SOCKET, unix.SO_PROTOCOL); err == nil && proto == unix.IPPROTO_TCP {
 			sa := unix.RawSockaddr{Family: unix.AF_UNSPEC}
 			unix.Syscall(unix.SYS_CONNECT, uintptr(fd.Sysfd), uintptr(unsafe.Pointer(&sa)), unsafe.Sizeof(sa))
@@ -139,236 +295,68 @@ func (fd *FD) shut(s faults.Shutdown) {
 	}
 }
 
-// faultCall makes one system call of at most size bytes under in: call
-// gets the byte limit to pass. It returns call's result, or what the
-// injector put in its place (EAGAIN for a withheld call, after arranging
-// the wake-up that ends it), and dropped for a datagram the fault layer
-// lost (a write reports success without a call; a read received it).
-func (fd *FD) faultCall(in *faults.Injector, mode pollfd.Mode, first bool, size int, call func(limit int) (int, error)) (n int, err error, dropped bool) {
-	dir := dirOf(mode)
-	st := in.Before(dir, first)
-	switch {
-	case st.Err != 0:
-		fd.shut(st.Shut)
-		return 0, st.Err, false
-	case st.EOF:
-		return 0, nil, false
-	case st.Wait > 0:
-		fd.kickAfter(mode, st.Wait)
-		return 0, unix.EAGAIN, false
-	case st.Park:
-		return 0, unix.EAGAIN, false
-	case st.Again:
-		fd.kickAfter(mode, 0)
-		return 0, unix.EAGAIN, false
-	case st.Drop && mode == pollfd.ModeWrite:
-		in.Passed(dir, size)
-		return size, nil, true
-	}
-	limit := size
-	if st.Limit > 0 && st.Limit < limit {
-		limit = st.Limit
-	}
-	n, err = call(limit)
-	if n > 0 || (err == nil && !fd.isStream) {
-		fd.shut(in.Passed(dir, n))
-	}
-	if err == unix.EAGAIN {
-		if d, ok := in.AfterEAGAIN(dir); ok {
-			fd.kickAfter(mode, d)
-		}
-	}
-	return n, err, st.Drop && err == nil
+// A datagram is what a datagram write sends, described for the fault
+// layer, which may lose it, send it twice or send it late.
+type datagram struct {
+	p, oob []byte
+	to     unix.Sockaddr  // the destination, or
+	sa     unsafe.Pointer // a raw sockaddr of salen bytes; neither: the connected peer
+	salen  uint32
 }
 
-// readFaulty is ReadContext under a fault layer.
-func (fd *FD) readFaulty(ctx context.Context, p []byte) (int, error) {
-	in := fd.injector()
-	if err := fd.readLock(); err != nil {
-		return 0, err
-	}
-	defer fd.readUnlock()
-	if len(p) == 0 {
-		return 0, nil
-	}
-	if err := fd.Prepare(pollfd.ModeRead); err != nil {
-		return 0, err
-	}
-	if fd.isStream && len(p) > maxRW {
-		p = p[:maxRW]
-	}
-	read := func(limit int) (int, error) { return ignoringEINTRIO(unix.Read, fd.Sysfd, p[:limit]) }
-	for first := true; ; first = false {
-		n, err, dropped := fd.faultCall(in, pollfd.ModeRead, first, len(p), read)
-		if dropped {
-			continue
+// send sends out with call now, twice, or later from copies, as the
+// injector decides.
+func (fd *FD) send(in faultinject.Injector, out *datagram, call func(limit int) (int, error)) (int, error) {
+	dup, delay := in.Datagram()
+	if delay > 0 {
+		if later, ok := out.detached(); ok {
+			fd.sendLater(delay, later)
+			return len(out.p), nil
 		}
-		if err != nil {
-			n = 0
-			if err == unix.EAGAIN {
-				if err = fd.waitContext(ctx, pollfd.ModeRead); err == nil {
-					continue
-				}
-			}
-		}
-		return n, fd.eofError(n, err)
 	}
+	n, err := call(len(out.p))
+	if dup && err == nil {
+		call(len(out.p))
+	}
+	return n, err
 }
 
-// writeFaulty is WriteContext under a fault layer.
-func (fd *FD) writeFaulty(ctx context.Context, p []byte) (int, error) {
-	in := fd.injector()
-	if err := fd.writeLock(); err != nil {
-		return 0, err
+// detached returns d with copies of the caller's memory, for a send after the
+// call has returned; false if d's destination is of a kind it cannot
+// copy (none gatenet makes), which is then sent at once.
+func (d *datagram) detached() (*datagram, bool) {
+	c := &datagram{p: append([]byte(nil), d.p...), oob: append([]byte(nil), d.oob...), salen: d.salen}
+	if d.sa != nil {
+		c.sa = unsafe.Pointer(unsafe.SliceData(append([]byte(nil), unsafe.Slice((*byte)(d.sa), d.salen)...)))
 	}
-	defer fd.writeUnlock()
-	if err := fd.Prepare(pollfd.ModeWrite); err != nil {
-		return 0, err
+	switch to := d.to.(type) {
+	case nil:
+	case *unix.SockaddrInet4:
+		a := *to
+		c.to = &a
+	case *unix.SockaddrInet6:
+		a := *to
+		c.to = &a
+	case *unix.SockaddrUnix:
+		c.to = &unix.SockaddrUnix{Name: strings.Clone(to.Name)}
+	default:
+		return nil, false
 	}
-	if !fd.isStream {
-		send := func(b, _ []byte) (int, error) { return ignoringEINTRIO(unix.Write, fd.Sysfd, b) }
-		return fd.sendFaulty(ctx, in, p, nil, send, func() sendFunc { return send })
-	}
-	var nn int
-	for first := true; ; first = false {
-		max := min(len(p)-nn, maxRW)
-		n, err, _ := fd.faultCall(in, pollfd.ModeWrite, first, max, func(limit int) (int, error) {
-			return ignoringEINTRIO(unix.Write, fd.Sysfd, p[nn:nn+limit])
-		})
-		if n > 0 {
-			nn += n
-		}
-		if nn == len(p) {
-			return nn, err
-		}
-		if err == unix.EAGAIN {
-			if err = fd.waitContext(ctx, pollfd.ModeWrite); err == nil {
-				continue
-			}
-		}
-		if err != nil {
-			return nn, err
-		}
-		if n == 0 {
-			return nn, io.ErrUnexpectedEOF
-		}
-	}
+	return c, true
 }
 
-// writevFaulty is Writev under a fault layer: each buffer written by
-// writeFaulty in turn, *v consumed as Writev consumes it.
-func (fd *FD) writevFaulty(v *[][]byte) (int64, error) {
-	var total int64
-	for len(*v) > 0 {
-		n, err := fd.writeFaulty(nil, (*v)[0])
-		total += int64(n)
-		if err != nil {
-			(*v)[0] = (*v)[0][n:]
-			return total, err
-		}
-		(*v)[0] = nil
-		*v = (*v)[1:]
-	}
-	return total, nil
-}
-
-// sendFunc sends one datagram: payload and ancillary data, to an address
-// it knows.
-type sendFunc func(p, oob []byte) (int, error)
-
-// sendFaulty writes one datagram under in, the write lock held and
-// Prepare done: dropped (success reported), sent twice, or sent later
-// (so that datagrams written after it overtake it) from copies of p and
-// oob by the sendFunc keep returns, which must not refer to the caller's
-// memory.
-func (fd *FD) sendFaulty(ctx context.Context, in *faults.Injector, p, oob []byte, send sendFunc, keep func() sendFunc) (int, error) {
-	for first := true; ; first = false {
-		n, err, dropped := fd.faultCall(in, pollfd.ModeWrite, first, len(p), func(int) (int, error) {
-			dup, delay := in.Datagram()
-			if delay > 0 {
-				fd.sendLater(delay, append([]byte(nil), p...), append([]byte(nil), oob...), keep())
-				return len(p), nil
-			}
-			n, err := send(p, oob)
-			if dup && err == nil {
-				send(p, oob)
-			}
-			return n, err
-		})
-		if dropped {
-			return len(p), nil
-		}
-		if err == unix.EINTR {
-			continue
-		}
-		if err == unix.EAGAIN {
-			if err = fd.waitContext(ctx, pollfd.ModeWrite); err == nil {
-				continue
-			}
-		}
-		return n, err
-	}
-}
-
-// sendFaultyLocked is sendFaulty with the write lock taken and Prepare
-// done, for the datagram write calls.
-func (fd *FD) sendFaultyLocked(in *faults.Injector, p, oob []byte, send sendFunc, keep func() sendFunc) (int, error) {
-	if err := fd.writeLock(); err != nil {
-		return 0, err
-	}
-	defer fd.writeUnlock()
-	if err := fd.Prepare(pollfd.ModeWrite); err != nil {
-		return 0, err
-	}
-	return fd.sendFaulty(nil, in, p, oob, send, keep)
-}
-
-// sendLater sends p and oob with send after delay, if fd is still open
-// then; an error is dropped, as the network would drop the datagram.
-func (fd *FD) sendLater(delay time.Duration, p, oob []byte, send sendFunc) {
+// sendLater sends d after delay, if fd is still open then; an error is
+// dropped, as the network would drop the datagram.
+func (fd *FD) sendLater(delay time.Duration, d *datagram) {
 	time.AfterFunc(delay, func() {
 		if fd.Incref() != nil {
 			return
 		}
 		defer fd.Decref()
-		send(p, oob)
+		if d.to != nil {
+			unix.SendmsgN(fd.Sysfd, d.p, d.oob, d.to, 0)
+		} else {
+			sendmsgRaw(fd.Sysfd, d.p, d.oob, d.sa, d.salen)
+		}
 	})
-}
-
-// rawAddrCopy copies the salen-byte sockaddr at sa (nil: none) to the heap.
-func rawAddrCopy(sa unsafe.Pointer, salen uint32) unsafe.Pointer {
-	if sa == nil {
-		return nil
-	}
-	b := append([]byte(nil), unsafe.Slice((*byte)(sa), salen)...)
-	return unsafe.Pointer(&b[0])
-}
-
-// recvFaulty is ioLoop for a datagram read under in: EAGAIN, latency and
-// wake-up faults, and lost datagrams.
-func recvFaulty[T any](fd *FD, in *faults.Injector, call func() (T, error)) (T, error) {
-	for first := true; ; first = false {
-		var v T
-		_, err, dropped := fd.faultCall(in, pollfd.ModeRead, first, 0, func(int) (int, error) {
-			var err error
-			v, err = call()
-			return 0, err
-		})
-		if dropped || err == unix.EINTR {
-			continue
-		}
-		if err == unix.EAGAIN {
-			if err = fd.Wait(pollfd.ModeRead); err == nil {
-				continue
-			}
-		}
-		return v, err
-	}
-}
-
-// DialFault asks the fault layer about a connect about to be made: a
-// non-zero errno to fail with instead, or hang, to make no connect and
-// wait for the dial's end.
-func (fd *FD) DialFault() (err unix.Errno, hang bool) {
-	return fd.injector().Dial()
 }

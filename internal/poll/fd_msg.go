@@ -24,21 +24,27 @@ import (
 // ioLoop is the loop under every call here: mode's lock, Prepare, then
 // call until it fails with neither EINTR nor, on a pollable descriptor,
 // EAGAIN (after which it waits for mode). It returns call's last result:
-// on a failed wait, the EAGAIN call's result with the wait's error.
-func ioLoop[T any](fd *FD, mode pollfd.Mode, call func() (T, error)) (T, error) {
-	var v T
+// on a failed wait, the EAGAIN call's result with the wait's error. out,
+// for a datagram write, is the datagram call sends: what the fault layer
+// drops, duplicates or sends late. On a datagram socket with faults
+// attached, the fault layer makes the calls (ioFaulted); stream sockets'
+// messages are not faulted.
+func (fd *FD) ioLoop(mode pollfd.Mode, out *datagram, call func() (int, error)) (int, error) {
 	if err := fd.lock(mode); err != nil {
-		return v, err
+		return 0, err
 	}
 	defer fd.unlock(mode)
 	if err := fd.Prepare(mode); err != nil {
-		return v, err
+		return 0, err
 	}
-	if fd.faulted() && mode == pollfd.ModeRead && !fd.isStream {
-		return recvFaulty(fd, fd.injector(), call)
-	}
-	for {
-		v, err := call()
+	for calls := 0; ; calls++ {
+		var n int
+		var err error
+		if fd.faulted() && !fd.isStream {
+			n, err = fd.ioFaulted(mode, calls, out, call)
+		} else {
+			n, err = call()
+		}
 		if err == unix.EINTR {
 			continue
 		}
@@ -47,7 +53,7 @@ func ioLoop[T any](fd *FD, mode pollfd.Mode, call func() (T, error)) (T, error) 
 				continue
 			}
 		}
-		return v, err
+		return n, err
 	}
 }
 
@@ -61,18 +67,15 @@ func errnoErr(e unix.Errno) error {
 
 // ReadFrom wraps recvfrom(2).
 func (fd *FD) ReadFrom(p []byte) (int, unix.Sockaddr, error) {
-	type result struct {
-		n  int
-		sa unix.Sockaddr
-	}
-	r, err := ioLoop(fd, pollfd.ModeRead, func() (result, error) {
-		n, sa, err := unix.Recvfrom(fd.Sysfd, p, 0)
-		return result{n, sa}, err
+	var sa unix.Sockaddr
+	n, err := fd.ioLoop(pollfd.ModeRead, nil, func() (n int, err error) {
+		n, sa, err = unix.Recvfrom(fd.Sysfd, p, 0)
+		return n, err
 	})
 	if err != nil {
-		r.n = 0
+		n = 0
 	}
-	return r.n, r.sa, fd.eofError(r.n, err)
+	return n, sa, fd.eofError(n, err)
 }
 
 // ReadFromRaw is ReadFrom leaving the sender's address in *from, raw,
@@ -85,7 +88,7 @@ func (fd *FD) ReadFromRaw(p []byte, from *unix.RawSockaddrAny) (int, error) {
 	if len(p) > 0 {
 		buf = unsafe.Pointer(&p[0])
 	}
-	n, err := ioLoop(fd, pollfd.ModeRead, func() (int, error) {
+	n, err := fd.ioLoop(pollfd.ModeRead, nil, func() (int, error) {
 		fromLen := uint32(unix.SizeofSockaddrAny)
 		r, _, e := unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd.Sysfd), uintptr(buf), uintptr(len(p)), 0,
 			uintptr(unsafe.Pointer(from)), uintptr(unsafe.Pointer(&fromLen)))
@@ -104,26 +107,18 @@ var zeroByte byte
 // ReadMsg wraps recvmsg(2). It returns the payload and ancillary byte
 // counts, the message flags and the sender.
 func (fd *FD) ReadMsg(p, oob []byte, flags int) (n, oobn, recvflags int, sa unix.Sockaddr, err error) {
-	type result struct {
-		n, oobn, recvflags int
-		sa                 unix.Sockaddr
-	}
-	r, err := ioLoop(fd, pollfd.ModeRead, func() (result, error) {
-		n, oobn, recvflags, sa, err := unix.Recvmsg(fd.Sysfd, p, oob, flags)
-		return result{n, oobn, recvflags, sa}, err
+	n, err = fd.ioLoop(pollfd.ModeRead, nil, func() (n int, err error) {
+		n, oobn, recvflags, sa, err = unix.Recvmsg(fd.Sysfd, p, oob, flags)
+		return n, err
 	})
-	return r.n, r.oobn, r.recvflags, r.sa, fd.eofError(r.n, err)
+	return n, oobn, recvflags, sa, fd.eofError(n, err)
 }
 
 // WriteTo wraps sendto(2). On success it reports len(p).
 func (fd *FD) WriteTo(p []byte, sa unix.Sockaddr) (int, error) {
-	if fd.faulted() && !fd.isStream {
-		in := fd.injector()
-		send := func(p, _ []byte) (int, error) { return len(p), unix.Sendto(fd.Sysfd, p, 0, sa) }
-		return fd.sendFaultyLocked(in, p, nil, send, func() sendFunc { return send })
-	}
-	_, err := ioLoop(fd, pollfd.ModeWrite, func() (struct{}, error) {
-		return struct{}{}, unix.Sendto(fd.Sysfd, p, 0, sa)
+	out := datagram{p: p, to: sa}
+	_, err := fd.ioLoop(pollfd.ModeWrite, &out, func() (int, error) {
+		return 0, unix.Sendto(fd.Sysfd, p, 0, sa)
 	})
 	if err != nil {
 		return 0, err
@@ -141,7 +136,7 @@ func (fd *FD) WriteTo(p []byte, sa unix.Sockaddr) (int, error) {
 func (fd *FD) ReadMsgRaw(p, oob []byte, flags int, from *unix.RawSockaddrAny) (n, oobn, recvflags int, err error) {
 	iov := iovec(p)
 	msg := msghdr(&iov, oob)
-	n, err = ioLoop(fd, pollfd.ModeRead, func() (int, error) {
+	n, err = fd.ioLoop(pollfd.ModeRead, nil, func() (int, error) {
 		msg.Name = (*byte)(unsafe.Pointer(from))
 		msg.Namelen = unix.SizeofSockaddrAny
 		r, _, e := unix.Syscall(unix.SYS_RECVMSG, uintptr(fd.Sysfd), uintptr(unsafe.Pointer(&msg)), uintptr(flags))
@@ -162,24 +157,12 @@ func (fd *FD) ReadMsgRaw(p, oob []byte, flags int, from *unix.RawSockaddrAny) (n
 // directly and reports the payload bytes sent and len(oob), as
 // internal/poll's WriteMsg does.
 func (fd *FD) WriteMsgRaw(p, oob []byte, sa unsafe.Pointer, salen uint32) (int, int, error) {
-	if fd.faulted() && !fd.isStream {
-		in := fd.injector()
-		n, err := fd.sendFaultyLocked(in, p, oob, func(p, oob []byte) (int, error) {
-			return sendmsgRaw(fd.Sysfd, p, oob, sa, salen)
-		}, func() sendFunc {
-			to := rawAddrCopy(sa, salen)
-			return func(p, oob []byte) (int, error) { return sendmsgRaw(fd.Sysfd, p, oob, to, salen) }
-		})
-		if err != nil {
-			return 0, 0, err
-		}
-		return n, len(oob), nil
-	}
 	iov := iovec(p)
 	msg := msghdr(&iov, oob)
 	msg.Name = (*byte)(sa)
 	msg.Namelen = salen
-	n, err := ioLoop(fd, pollfd.ModeWrite, func() (int, error) {
+	out := datagram{p: p, oob: oob, sa: sa, salen: salen}
+	n, err := fd.ioLoop(pollfd.ModeWrite, &out, func() (int, error) {
 		r, _, e := unix.Syscall(unix.SYS_SENDMSG, uintptr(fd.Sysfd), uintptr(unsafe.Pointer(&msg)), 0)
 		return int(r), errnoErr(e)
 	})
@@ -215,23 +198,15 @@ func msghdr(iov *unix.Iovec, oob []byte) (msg unix.Msghdr) {
 // bytes at sa (a caller's stack variable), so that no unix.Sockaddr is
 // allocated. It wraps sendto(2) directly; on success it reports len(p).
 func (fd *FD) WriteToRaw(p []byte, sa unsafe.Pointer, salen uint32) (int, error) {
-	if fd.faulted() && !fd.isStream {
-		in := fd.injector()
-		return fd.sendFaultyLocked(in, p, nil, func(p, _ []byte) (int, error) {
-			return sendmsgRaw(fd.Sysfd, p, nil, sa, salen)
-		}, func() sendFunc {
-			to := rawAddrCopy(sa, salen)
-			return func(p, _ []byte) (int, error) { return sendmsgRaw(fd.Sysfd, p, nil, to, salen) }
-		})
-	}
 	buf := unsafe.Pointer(&zeroByte)
 	if len(p) > 0 {
 		buf = unsafe.Pointer(&p[0])
 	}
-	_, err := ioLoop(fd, pollfd.ModeWrite, func() (struct{}, error) {
+	out := datagram{p: p, sa: sa, salen: salen}
+	_, err := fd.ioLoop(pollfd.ModeWrite, &out, func() (int, error) {
 		_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(fd.Sysfd), uintptr(buf), uintptr(len(p)), 0,
 			uintptr(sa), uintptr(salen))
-		return struct{}{}, errnoErr(e)
+		return 0, errnoErr(e)
 	})
 	if err != nil {
 		return 0, err
@@ -242,16 +217,8 @@ func (fd *FD) WriteToRaw(p []byte, sa unsafe.Pointer, salen uint32) (int, error)
 // WriteMsg wraps sendmsg(2). It reports the payload bytes sent and
 // len(oob), as internal/poll's WriteMsg does.
 func (fd *FD) WriteMsg(p, oob []byte, sa unix.Sockaddr) (int, int, error) {
-	if fd.faulted() && !fd.isStream {
-		in := fd.injector()
-		send := func(p, oob []byte) (int, error) { return unix.SendmsgN(fd.Sysfd, p, oob, sa, 0) }
-		n, err := fd.sendFaultyLocked(in, p, oob, send, func() sendFunc { return send })
-		if err != nil {
-			return n, 0, err
-		}
-		return n, len(oob), nil
-	}
-	n, err := ioLoop(fd, pollfd.ModeWrite, func() (int, error) {
+	out := datagram{p: p, oob: oob, to: sa}
+	n, err := fd.ioLoop(pollfd.ModeWrite, &out, func() (int, error) {
 		return unix.SendmsgN(fd.Sysfd, p, oob, sa, 0)
 	})
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/gatenet/gatenet/pollfd"
 )
 
-// maxIovecs is IOV_MAX on Linux: how many buffers one readv/writev takes.
+// maxIovecs is IOV_MAX on Linux: how many buffers one writev takes.
 const maxIovecs = 1024
 
 // iovecPool holds Writev's iovec arrays, each grown to what its callers
@@ -28,9 +28,6 @@ var iovecPool = sync.Pool{New: func() any { return new([]unix.Iovec) }}
 // per descriptor; gatenet keeps that pointer out of every connection):
 // no allocation once the pool is warm.
 func (fd *FD) Writev(v *[][]byte) (int64, error) {
-	if fd.faulted() {
-		return fd.writevFaulty(v)
-	}
 	if err := fd.writeLock(); err != nil {
 		return 0, err
 	}
@@ -42,7 +39,7 @@ func (fd *FD) Writev(v *[][]byte) (int64, error) {
 	defer iovecPool.Put(iovp)
 	var n int64
 	var err error
-	for len(*v) > 0 {
+	for calls := 0; len(*v) > 0; calls++ {
 		iovecs := (*iovp)[:0]
 		for _, chunk := range *v {
 			if len(chunk) == 0 {
@@ -64,10 +61,11 @@ func (fd *FD) Writev(v *[][]byte) (int64, error) {
 			break
 		}
 		*iovp = iovecs
-		var wrote uintptr
-		wrote, err = writev(fd.Sysfd, iovecs)
-		if wrote == ^uintptr(0) {
-			wrote = 0
+		var wrote int
+		if fd.faulted() {
+			wrote, err = fd.writevFaulted(iovecs, calls)
+		} else {
+			wrote, err = writev(fd.Sysfd, iovecs)
 		}
 		n += int64(wrote)
 		consume(v, int64(wrote))
@@ -91,12 +89,13 @@ func (fd *FD) Writev(v *[][]byte) (int64, error) {
 	return n, err
 }
 
-func writev(fd int, iovecs []unix.Iovec) (uintptr, error) {
+// writev wraps writev(2); a failed call wrote nothing.
+func writev(fd int, iovecs []unix.Iovec) (int, error) {
 	r, _, e := unix.Syscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&iovecs[0])), uintptr(len(iovecs)))
 	if e != 0 {
-		return r, e
+		return 0, e
 	}
-	return r, nil
+	return int(r), nil
 }
 
 // consume removes n bytes from the front of *v, as net.Buffers does.
@@ -110,47 +109,5 @@ func consume(v *[][]byte, n int64) {
 		n -= ln0
 		(*v)[0] = nil
 		*v = (*v)[1:]
-	}
-}
-
-// Readv wraps readv(2): one call filling the buffers in order, polled like
-// Read. Empty buffers are skipped; a zero total returns (0, nil).
-func (fd *FD) Readv(bufs [][]byte) (int, error) {
-	if fd.faulted() {
-		for _, b := range bufs {
-			if len(b) > 0 {
-				return fd.readFaulty(nil, b) // one buffer at a time: a short read, as readv may give
-			}
-		}
-		return 0, nil
-	}
-	if err := fd.readLock(); err != nil {
-		return 0, err
-	}
-	defer fd.readUnlock()
-	total := 0
-	for _, b := range bufs {
-		total += len(b)
-	}
-	if total == 0 {
-		return 0, nil
-	}
-	if err := fd.Prepare(pollfd.ModeRead); err != nil {
-		return 0, err
-	}
-	for {
-		n, err := unix.Readv(fd.Sysfd, bufs)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			n = 0
-			if err == unix.EAGAIN && fd.Pollable() {
-				if err = fd.Wait(pollfd.ModeRead); err == nil {
-					continue
-				}
-			}
-		}
-		return n, fd.eofError(n, err)
 	}
 }
