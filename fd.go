@@ -106,16 +106,14 @@ func (fd *netFD) connect(ctx context.Context, ra unix.Sockaddr) (peer unix.Socka
 	if err := pfd.Prepare(pollfd.ModeWrite); err != nil {
 		return nil, err
 	}
-	var err error
-	switch e, hang := pfd.DialFault(); {
-	case e != 0:
-		err = e
-	case hang:
+	err := pfd.DialFault()
+	switch {
+	case err == poll.ErrDialHang:
 		// The SYN is lost: wait for the deadline or cancellation, as for
 		// a real connect that never completes.
 		<-ctx.Done()
 		return nil, mapContextErr(ctx.Err())
-	default:
+	case err == nil:
 		err = unix.Connect(pfd.Sysfd, ra)
 	}
 	switch err {

@@ -132,7 +132,13 @@ const (
 // error is an invalid GATENET_ environment variable's (envError); the
 // File is returned with it, for the caller to close or to keep.
 func newFile(poller *pollfd.Poller, sysfd int, name string, setup fileSetup) (*File, error) {
-	fd, err := poll.NewFile(sysfd, poller, setup != fileBlocking)
+	var fd *poll.FD
+	var err error
+	if setup == fileBlocking {
+		fd = poll.NewBlockingFile(sysfd)
+	} else {
+		fd, err = poll.NewFile(sysfd, poller)
+	}
 	f := &File{fd: fd, name: name, nonblock: setup == fileMadeNonblocking}
 	if err = envError(err); err != nil {
 		return f, err

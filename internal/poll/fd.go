@@ -67,18 +67,24 @@ const maxRW = 1 << 30
 
 // NewFile wraps sysfd as a file (os's errors: "use of closed file"; a
 // stream whose 0-byte read is EOF) and registers it with p on any shard,
-// as os's newFile does. pollable false, or a registration epoll refuses
-// (EPERM: a regular file or directory), leaves it in blocking mode; the
-// registration error is returned alongside the usable descriptor, as
-// internal/poll's Init does, and a file treats it as harmless.
-func NewFile(sysfd int, p *pollfd.Poller, pollable bool) (*FD, error) {
-	fd := &FD{isFile: true, isStream: true, zeroReadIsEOF: true}
-	reg := notPolled
-	if pollable {
-		reg = polled
-	}
-	return fd, fd.init(sysfd, p, AnyShard, reg)
+// as os's newFile does. A registration epoll refuses (EPERM: a regular
+// file or directory) leaves it in blocking mode; the registration error
+// is returned alongside the usable descriptor, as internal/poll's Init
+// does, and a file treats it as harmless.
+func NewFile(sysfd int, p *pollfd.Poller) (*FD, error) {
+	fd := newFileFD()
+	return fd, fd.init(sysfd, p, AnyShard, polled)
 }
+
+// NewBlockingFile wraps sysfd as a file in blocking mode, not registered:
+// for a descriptor that is not open, or that refused O_NONBLOCK.
+func NewBlockingFile(sysfd int) *FD {
+	fd := newFileFD()
+	fd.init(sysfd, nil, AnyShard, notPolled)
+	return fd
+}
+
+func newFileFD() *FD { return &FD{isFile: true, isStream: true, zeroReadIsEOF: true} }
 
 // InitSocket makes a zero FD, in place, the socket sysfd of type sotype
 // (net's errors; capped reads and writes on a stream; a 0-byte read is EOF

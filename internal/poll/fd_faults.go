@@ -186,11 +186,21 @@ func (fd *FD) acceptFaulted(rsa *unix.RawSockaddrAny) (int, error) {
 	return accept4(fd.Sysfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, rsa)
 }
 
-// DialFault asks the fault layer about a connect about to be made: a
-// non-zero errno to fail with instead, or hang, to make no connect and
-// wait for the dial's end.
-func (fd *FD) DialFault() (err unix.Errno, hang bool) {
-	return fd.injector().Dial()
+// ErrDialHang is DialFault's answer for a connect the fault layer loses
+// (faults.DialErrors with no errno): make none, and wait for the dial's
+// deadline or cancellation, as for a SYN that is never answered.
+var ErrDialHang = errors.New("poll: the fault layer loses this connect")
+
+// DialFault asks the fault layer about a connect about to be made: nil to
+// make it, an errno to fail with instead, or ErrDialHang.
+func (fd *FD) DialFault() error {
+	switch e, hang := fd.injector().Dial(); {
+	case hang:
+		return ErrDialHang
+	case e != 0:
+		return e
+	}
+	return nil
 }
 
 // faultStep makes a loop's system call, call, of at most size bytes, as
