@@ -93,6 +93,16 @@ const (
 	mptcpDisabled
 )
 
+// SetMultipathTCP makes TCP listeners try Multipath TCP first (socket(2)
+// with IPPROTO_MPTCP), falling back to plain TCP on any error, or not; it
+// overrides GODEBUG, as net's.
+func (lc *ListenConfig) SetMultipathTCP(use bool) { lc.mptcp.set(use) }
+
+// SetMultipathTCP makes TCP dials try Multipath TCP first (socket(2) with
+// IPPROTO_MPTCP), falling back to plain TCP on any error, or not; it
+// overrides GODEBUG, as net's.
+func (d *Dialer) SetMultipathTCP(use bool) { d.mptcp.set(use) }
+
 func (m *mptcpStatus) set(use bool) {
 	if use {
 		*m = mptcpEnabled

@@ -112,15 +112,5 @@ func benchWritev(b *testing.B, s tcpStack) {
 			b.Fatalf("wrote %d bytes, want %d", n, writevBufs*writevSize)
 		}
 	}
-	if err := c.Close(); err != nil {
-		b.Errorf("closing the writer: %v", err)
-	}
-	res := <-readDone
-	b.StopTimer()
-	if res.Err != nil {
-		b.Errorf("reader: %v", res.Err)
-	}
-	if want := int64(b.N) * writevBufs * writevSize; res.N != want {
-		b.Errorf("reader got %d bytes, want %d", res.N, want)
-	}
+	closeAndCheckDrained(b, c, readDone, int64(b.N)*writevBufs*writevSize)
 }

@@ -14,16 +14,6 @@ import (
 	"github.com/gatenet/gatenet/internal/poll"
 )
 
-// MultipathTCP reports whether TCP dials try Multipath TCP first, as
-// net's: not unless SetMultipathTCP or GODEBUG (multipathtcp=1 or 3) says
-// so. It does not ask whether the kernel supports it.
-func (d *Dialer) MultipathTCP() bool { return d.mptcp.get(false) }
-
-// SetMultipathTCP makes TCP dials try Multipath TCP first (socket(2) with
-// IPPROTO_MPTCP), falling back to plain TCP on any error, or not; it
-// overrides GODEBUG, as net's.
-func (d *Dialer) SetMultipathTCP(use bool) { d.mptcp.set(use) }
-
 // Dial connects to address on network, as net.Dial. Networks: "tcp",
 // "tcp4", "tcp6", "udp", "udp4", "udp6", "unix", "unixgram", "unixpacket",
 // and raw IP with a protocol, "ip4:1" or "ip6:ipv6-icmp" (an address
@@ -294,18 +284,11 @@ func (d *Dialer) dialTCPProto(ctx context.Context, network string, laddr, raddr 
 }
 
 func (d *Dialer) dialUnix(ctx context.Context, network string, laddr, raddr *net.UnixAddr) (*UnixConn, error) {
-	sotype := sockStream
-	switch network {
-	case "unixpacket":
-		sotype = sockSeqpacket
-	case "unixgram":
-		sotype = sockDgram
-	}
 	var la net.Addr
 	if laddr != nil {
 		la = laddr
 	}
-	fd, err := socket(ctx, network, unix.AF_UNIX, sotype, 0, false, la, raddr, d.socketConfig())
+	fd, err := socket(ctx, network, unix.AF_UNIX, unixSotype(network), 0, false, la, raddr, d.socketConfig())
 	if err != nil {
 		return nil, err
 	}

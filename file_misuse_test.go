@@ -97,10 +97,8 @@ func TestFileMisuseBuffers(t *testing.T) {
 	})
 }
 
-// observeAfterClose calls every method of a closed File.
-func observeAfterClose(t *testing.T, f fileLike) fileOpLog {
-	var l fileOpLog
-	buf := make([]byte, 4)
+// observeReadWrite logs Read and Write of f, with buf and with nil.
+func observeReadWrite(l *fileOpLog, f fileLike, buf []byte) {
 	n, err := f.Read(buf)
 	l.add("Read", n, err)
 	n, err = f.Read(nil)
@@ -109,7 +107,14 @@ func observeAfterClose(t *testing.T, f fileLike) fileOpLog {
 	l.add("Write", n, err)
 	n, err = f.Write(nil)
 	l.add("Write(nil)", n, err)
-	n, err = f.ReadAt(buf, 0)
+}
+
+// observeAfterClose calls every method of a closed File.
+func observeAfterClose(t *testing.T, f fileLike) fileOpLog {
+	var l fileOpLog
+	buf := make([]byte, 4)
+	observeReadWrite(&l, f, buf)
+	n, err := f.ReadAt(buf, 0)
 	l.add("ReadAt", n, err)
 	n, err = f.ReadAt(nil, 0)
 	l.add("ReadAt(nil)", n, err)
@@ -186,15 +191,8 @@ func TestFileMisuseNeverOpened(t *testing.T) {
 		require.NotNil(t, f)
 		var l fileOpLog
 		buf := make([]byte, 4)
-		n, err := f.Read(buf)
-		l.add("Read", n, err)
-		n, err = f.Read(nil)
-		l.add("Read(nil)", n, err)
-		n, err = f.Write([]byte("x"))
-		l.add("Write", n, err)
-		n, err = f.Write(nil)
-		l.add("Write(nil)", n, err)
-		n, err = f.ReadAt(buf, 3)
+		observeReadWrite(&l, f, buf)
+		n, err := f.ReadAt(buf, 3)
 		l.add("ReadAt", n, err)
 		n, err = f.WriteAt([]byte("x"), 3)
 		l.add("WriteAt", n, err)
@@ -257,21 +255,28 @@ func TestFileMisuseWriteAtAppend(t *testing.T) {
 	require.Equal(t, "0123456789", string(b), "nothing was written")
 }
 
+// goReads starts k Reads of up to 8 bytes from r, each in a goroutine of
+// its own, and gives them time to block (in the poller or queued on the
+// read lock, either way); their results arrive on the channel.
+func goReads(r fileLike, k int) <-chan ioResult {
+	results := make(chan ioResult, k)
+	for range k {
+		go func() {
+			n, err := r.Read(make([]byte, 8))
+			results <- ioResult{n, err}
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	return results
+}
+
 // Row 1: concurrent Reads queue on the read lock and none fails: three
 // blocked Reads each return one byte as three single bytes are written.
 func TestFileConcurrentReadsQueue(t *testing.T) {
 	testutil.CheckLeaks(t)
 	testutil.Watchdog(t, 2*time.Minute)
 	fileSideBySide(t, func(t *testing.T, r, w fileLike) []string {
-		results := make(chan ioResult, 3)
-		for range 3 {
-			go func() {
-				buf := make([]byte, 8)
-				n, err := r.Read(buf)
-				results <- ioResult{n, err}
-			}()
-		}
-		time.Sleep(20 * time.Millisecond) // let them block (queueing either way)
+		results := goReads(r, 3)
 		var got []string
 		for i := range 3 {
 			_, err := w.Write([]byte{'a' + byte(i)})
@@ -291,14 +296,7 @@ func TestFileCloseWakesQueuedReads(t *testing.T) {
 	testutil.CheckLeaks(t)
 	testutil.Watchdog(t, 2*time.Minute)
 	fileSideBySide(t, func(t *testing.T, r, w fileLike) []string {
-		results := make(chan ioResult, 3)
-		for range 3 {
-			go func() {
-				n, err := r.Read(make([]byte, 8))
-				results <- ioResult{n, err}
-			}()
-		}
-		time.Sleep(20 * time.Millisecond)
+		results := goReads(r, 3)
 		require.NoError(t, r.Close())
 		var got []string
 		for range 3 {

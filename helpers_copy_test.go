@@ -267,4 +267,20 @@ func discardReader(c net.Conn, bufSize int) <-chan benchharness.Drained {
 	return done
 }
 
-// ---- FileToConn ----
+// closeAndCheckDrained ends a streaming benchmark: it closes the writer c,
+// waits for the reader (discardReader) to drain the rest, stops the timer
+// and checks that the reader got want bytes.
+func closeAndCheckDrained(b *testing.B, c net.Conn, readDone <-chan benchharness.Drained, want int64) {
+	b.Helper()
+	if err := c.Close(); err != nil {
+		b.Errorf("closing the writer: %v", err)
+	}
+	res := <-readDone
+	b.StopTimer()
+	if res.Err != nil {
+		b.Errorf("reader: %v", res.Err)
+	}
+	if res.N != want {
+		b.Errorf("reader got %d bytes, want %d", res.N, want)
+	}
+}

@@ -81,18 +81,9 @@ func newPipeOn(t testing.TB, p *pollfd.Poller) (r, w *gatenet.File) {
 	return r, w
 }
 
-// eachFileStrategy runs fn in a subtest per poller strategy, with leak checks
-// and a fresh poller that is closed after everything fn registers.
-func eachFileStrategy(t *testing.T, fn func(t *testing.T, p *pollfd.Poller)) {
-	t.Helper()
-	for _, o := range testutil.Strategies() {
-		t.Run(o.String(), func(t *testing.T) {
-			testutil.CheckLeaks(t)
-			p := testutil.NewPoller(t, o)
-			fn(t, p)
-		})
-	}
-}
+// eachFileStrategy runs fn in a subtest per poller strategy, with leak
+// checks and a fresh poller that is closed after everything fn registers.
+var eachFileStrategy = testutil.EachStrategy
 
 // fileSideBySide runs check on an os.Pipe ("os") and on a gatenet pipe under
 // every poller strategy ("gatenet/<strategy>"). expect states what the

@@ -97,23 +97,27 @@ func (c *IPConn) WriteToIP(b []byte, addr *net.IPAddr) (int, error) {
 		return 0, syscall.EINVAL
 	}
 	var n int
-	var err error
-	var sa unix.Sockaddr
-	switch {
-	case c.fd.isConnected:
-		err = net.ErrWriteToConnected
-	case addr == nil:
-		err = errMissingAddress
-	default:
-		if sa, err = addrToSockaddr(int(c.fd.family), addr); err == nil {
-			n, err = c.fd.pfd.WriteTo(b, sa)
-			err = wrapSyscallError("sendto", err)
-		}
+	sa, err := c.destination(addr)
+	if err == nil {
+		n, err = c.fd.pfd.WriteTo(b, sa)
+		err = wrapSyscallError("sendto", err)
 	}
 	if err != nil {
 		return n, c.opError("write", opAddr(addr), err)
 	}
 	return n, nil
+}
+
+// destination is where WriteToIP and WriteMsgIP send: refused on a
+// connected socket or without an address, as net's.
+func (c *IPConn) destination(addr *net.IPAddr) (unix.Sockaddr, error) {
+	switch {
+	case c.fd.isConnected:
+		return nil, net.ErrWriteToConnected
+	case addr == nil:
+		return nil, errMissingAddress
+	}
+	return addrToSockaddr(int(c.fd.family), addr)
 }
 
 // WriteTo implements net.PacketConn: WriteToIP for a *net.IPAddr, and
@@ -135,17 +139,10 @@ func (c *IPConn) WriteMsgIP(b, oob []byte, addr *net.IPAddr) (n, oobn int, err e
 	if !c.ok() {
 		return 0, 0, syscall.EINVAL
 	}
-	switch {
-	case c.fd.isConnected:
-		err = net.ErrWriteToConnected
-	case addr == nil:
-		err = errMissingAddress
-	default:
-		var sa unix.Sockaddr
-		if sa, err = addrToSockaddr(int(c.fd.family), addr); err == nil {
-			n, oobn, err = c.fd.pfd.WriteMsg(b, oob, sa)
-			err = wrapSyscallError("sendmsg", err)
-		}
+	sa, err := c.destination(addr)
+	if err == nil {
+		n, oobn, err = c.fd.pfd.WriteMsg(b, oob, sa)
+		err = wrapSyscallError("sendmsg", err)
 	}
 	if err != nil {
 		return n, oobn, c.opError("write", opAddr(addr), err)

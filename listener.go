@@ -15,16 +15,6 @@ import (
 	"github.com/gatenet/gatenet/pollfd"
 )
 
-// MultipathTCP reports whether TCP listeners try Multipath TCP first, as
-// net's: yes unless SetMultipathTCP or GODEBUG (multipathtcp=0 or 3) says
-// otherwise. It does not ask whether the kernel supports it.
-func (lc *ListenConfig) MultipathTCP() bool { return lc.mptcp.get(true) }
-
-// SetMultipathTCP makes TCP listeners try Multipath TCP first (socket(2)
-// with IPPROTO_MPTCP), falling back to plain TCP on any error, or not; it
-// overrides GODEBUG, as net's.
-func (lc *ListenConfig) SetMultipathTCP(use bool) { lc.mptcp.set(use) }
-
 // Listen announces on the local network address, as net.Listen. Networks:
 // "tcp", "tcp4", "tcp6", "unix", "unixpacket".
 func Listen(network, address string) (net.Listener, error) {
@@ -169,16 +159,9 @@ func (lc *ListenConfig) listenTCPProto(ctx context.Context, network string, ladd
 }
 
 func (lc *ListenConfig) listenUnix(ctx context.Context, network string, laddr *net.UnixAddr) (*UnixListener, error) {
-	sotype := sockStream
-	switch network {
-	case "unixpacket":
-		sotype = sockSeqpacket
-	case "unixgram":
-		// As net: a listener on a bound datagram socket, whose Accept
-		// fails with EOPNOTSUPP.
-		sotype = sockDgram
-	}
-	fd, err := socket(ctx, network, unix.AF_UNIX, sotype, 0, false, laddr, nil, lc.socketConfig())
+	// "unixgram", as net: a listener on a bound datagram socket, whose
+	// Accept fails with EOPNOTSUPP.
+	fd, err := socket(ctx, network, unix.AF_UNIX, unixSotype(network), 0, false, laddr, nil, lc.socketConfig())
 	if err != nil {
 		return nil, err
 	}

@@ -134,3 +134,13 @@ func usingMultipathTCP(s int) bool {
 	proto, _ := unix.GetsockoptInt(s, unix.SOL_SOCKET, unix.SO_PROTOCOL)
 	return proto == unix.IPPROTO_MPTCP
 }
+
+// MultipathTCP reports whether TCP dials try Multipath TCP first, as
+// net's: not unless SetMultipathTCP or GODEBUG (multipathtcp=1 or 3) says
+// so. It does not ask whether the kernel supports it.
+func (d *Dialer) MultipathTCP() bool { return d.mptcp.get(false) }
+
+// MultipathTCP reports whether TCP listeners try Multipath TCP first, as
+// net's: yes unless SetMultipathTCP or GODEBUG (multipathtcp=0 or 3) says
+// otherwise. It does not ask whether the kernel supports it.
+func (lc *ListenConfig) MultipathTCP() bool { return lc.mptcp.get(true) }

@@ -38,9 +38,6 @@ func (lc *ListenConfig) std() *net.ListenConfig {
 // MultipathTCP is (*net.ListenConfig).MultipathTCP.
 func (lc *ListenConfig) MultipathTCP() bool { return lc.std().MultipathTCP() }
 
-// SetMultipathTCP is (*net.ListenConfig).SetMultipathTCP.
-func (lc *ListenConfig) SetMultipathTCP(use bool) { lc.mptcp.set(use) }
-
 // Listen is (*net.ListenConfig).Listen.
 func (lc *ListenConfig) Listen(ctx context.Context, network, address string) (net.Listener, error) {
 	return lc.std().Listen(ctx, network, address)
@@ -63,9 +60,6 @@ func (d *Dialer) std() *net.Dialer {
 
 // MultipathTCP is (*net.Dialer).MultipathTCP.
 func (d *Dialer) MultipathTCP() bool { return d.std().MultipathTCP() }
-
-// SetMultipathTCP is (*net.Dialer).SetMultipathTCP.
-func (d *Dialer) SetMultipathTCP(use bool) { d.mptcp.set(use) }
 
 // DialTCP is (*net.Dialer).DialTCP.
 func (d *Dialer) DialTCP(ctx context.Context, network string, laddr, raddr netip.AddrPort) (*TCPConn, error) {

@@ -361,17 +361,5 @@ func benchFileToConn(b *testing.B, s tcpStack, path string) {
 			b.Fatalf("copied %d bytes, want %d", n, fileToConnSize)
 		}
 	}
-	if err := c.Close(); err != nil {
-		b.Errorf("closing the writer: %v", err)
-	}
-	res := <-readDone
-	b.StopTimer()
-	if res.Err != nil {
-		b.Errorf("reader: %v", res.Err)
-	}
-	if want := int64(b.N) * fileToConnSize; res.N != want {
-		b.Errorf("reader got %d bytes, want %d", res.N, want)
-	}
+	closeAndCheckDrained(b, c, readDone, int64(b.N)*fileToConnSize)
 }
-
-// ---- Proxy ----

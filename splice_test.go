@@ -58,18 +58,25 @@ func TestSpliceProxy(t *testing.T) {
 	require.Greater(t, gatenet.SpliceCalls(), before, "the splice path did not run")
 }
 
+// splicePipeFixture is what the pipe tests start from: leak checks and a
+// watchdog, a gatenet TCP pair, a gatenet pipe (both closed at the end),
+// and size random bytes from seed to send through them.
+func splicePipeFixture(t *testing.T, seed int64, size int) (c, s *gatenet.TCPConn, r, w *gatenet.File, payload []byte) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 3*time.Minute)
+	c, s = gatenetTCPPair(t)
+	r, w, err := gatenet.Pipe()
+	require.NoError(t, err)
+	t.Cleanup(func() { r.Close(); w.Close() })
+	payload = make([]byte, size)
+	rand.New(rand.NewSource(seed)).Read(payload)
+	return c, s, r, w, payload
+}
+
 // TestSpliceFromPipeLimited: ReadFrom of a LimitedReader over a gatenet
 // pipe splices exactly N bytes and updates N.
 func TestSpliceFromPipeLimited(t *testing.T) {
-	testutil.CheckLeaks(t)
-	testutil.Watchdog(t, 3*time.Minute)
-	c, s := gatenetTCPPair(t)
-	r, w, err := gatenet.Pipe()
-	require.NoError(t, err)
-	defer r.Close()
-	defer w.Close()
-	payload := make([]byte, 3<<20)
-	rand.New(rand.NewSource(3)).Read(payload)
+	c, s, r, w, payload := splicePipeFixture(t, 3, 3<<20)
 	go w.Write(payload)
 	got := make(chan []byte, 1)
 	go func() {
@@ -95,14 +102,7 @@ func TestSpliceFromPipeLimited(t *testing.T) {
 // TestSpliceFileToConn: io.Copy from a gatenet pipe to a gatenet conn, and
 // from a conn into a pipe, splice in both directions.
 func TestSpliceFileToConn(t *testing.T) {
-	testutil.CheckLeaks(t)
-	testutil.Watchdog(t, 3*time.Minute)
-	c, s := gatenetTCPPair(t)
-	r, w, err := gatenet.Pipe()
-	require.NoError(t, err)
-	defer r.Close()
-	payload := make([]byte, 4<<20)
-	rand.New(rand.NewSource(4)).Read(payload)
+	c, s, r, w, payload := splicePipeFixture(t, 4, 4<<20)
 	go func() { w.Write(payload); w.Close() }()
 
 	// Conn → second pipe, read back through it.
@@ -349,5 +349,3 @@ func benchProxy(b *testing.B, s tcpStack) {
 		b.Errorf("server got %d bytes, want %d", res.N, want)
 	}
 }
-
-// ---- UDPEcho512 ----

@@ -404,5 +404,3 @@ func benchUDPEcho(b *testing.B, s udpStack) {
 		b.Errorf("echo: %v", err)
 	}
 }
-
-// ---- Writev64 ----

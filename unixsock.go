@@ -261,3 +261,15 @@ func (l *UnixListener) File() (*os.File, error) { return l.ln().file() }
 // WaitRead parks until a connection is pending, ctx is done, the deadline
 // passes or the listener is closed.
 func (l *UnixListener) WaitRead(ctx context.Context) error { return l.ln().waitRead(ctx) }
+
+// unixSotype is a Unix network's socket type, as net's: "unixgram" a
+// datagram socket, "unixpacket" a seqpacket one, "unix" a stream.
+func unixSotype(network string) int {
+	switch network {
+	case "unixpacket":
+		return sockSeqpacket
+	case "unixgram":
+		return sockDgram
+	}
+	return sockStream
+}

@@ -29,16 +29,7 @@ const patience = time.Minute
 
 // eachStrategy runs fn once per poller strategy, in its own subtest, with
 // leak checks and a fresh poller (closed when the subtest ends).
-func eachStrategy(t *testing.T, fn func(t *testing.T, p *pollfd.Poller)) {
-	t.Helper()
-	for _, o := range testutil.Strategies() {
-		t.Run(o.String(), func(t *testing.T) {
-			testutil.CheckLeaks(t)
-			p := testutil.NewPoller(t, o)
-			fn(t, p)
-		})
-	}
-}
+var eachStrategy = testutil.EachStrategy
 
 // fdPair is two descriptors closed when the test ends, unless the test
 // closed one early with close (so a number the kernel has since handed out

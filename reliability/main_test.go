@@ -10,8 +10,6 @@ import (
 	"os"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/gatenet/gatenet"
 	"github.com/gatenet/gatenet/internal/testutil"
 )
@@ -49,19 +47,4 @@ func pick(small, big int) int {
 var tcpPair = testutil.TCPPair
 
 // netTCPPair is the same with the standard library, for comparisons.
-func netTCPPair(t testing.TB) (client, server *net.TCPConn) {
-	t.Helper()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, _ := ln.Accept()
-		accepted <- c
-	}()
-	c, err := net.Dial("tcp4", ln.Addr().String())
-	require.NoError(t, err)
-	s := <-accepted
-	require.NotNil(t, s)
-	return c.(*net.TCPConn), s.(*net.TCPConn)
-}
+var netTCPPair = testutil.NetTCPPair

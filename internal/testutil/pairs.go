@@ -15,7 +15,20 @@ import (
 // ignored error).
 func Pair(t testing.TB, network, address string) (client, server net.Conn) {
 	t.Helper()
-	ln, err := gatenet.Listen(network, address)
+	return pairWith(t, gatenet.Listen, gatenet.Dial, network, address)
+}
+
+// NetTCPPair is TCPPair with the standard library, for comparisons.
+func NetTCPPair(t testing.TB) (client, server *net.TCPConn) {
+	t.Helper()
+	c, s := pairWith(t, net.Listen, net.Dial, "tcp4", "127.0.0.1:0")
+	return c.(*net.TCPConn), s.(*net.TCPConn)
+}
+
+// pairWith is Pair with listen and dial from gatenet or net.
+func pairWith(t testing.TB, listen func(network, address string) (net.Listener, error), dial func(network, address string) (net.Conn, error), network, address string) (client, server net.Conn) {
+	t.Helper()
+	ln, err := listen(network, address)
 	if err != nil {
 		t.Fatalf("listen %s %s: %v", network, address, err)
 	}
@@ -25,7 +38,7 @@ func Pair(t testing.TB, network, address string) (client, server net.Conn) {
 		c, _ := ln.Accept()
 		accepted <- c
 	}()
-	c, err := gatenet.Dial(network, ln.Addr().String())
+	c, err := dial(network, ln.Addr().String())
 	if err != nil {
 		t.Fatalf("dial %s %s: %v", network, ln.Addr(), err)
 	}

@@ -175,3 +175,16 @@ func RunChild(t testing.TB, test string, env ...string) string {
 	}
 	return string(out)
 }
+
+// EachStrategy runs fn once per poller strategy (Strategies), in its own
+// subtest, with leak checks and a fresh poller closed when the subtest
+// ends.
+func EachStrategy(t *testing.T, fn func(t *testing.T, p *pollfd.Poller)) {
+	t.Helper()
+	for _, o := range Strategies() {
+		t.Run(o.String(), func(t *testing.T) {
+			CheckLeaks(t)
+			fn(t, NewPoller(t, o))
+		})
+	}
+}
