@@ -106,12 +106,10 @@ func parkAndReport(c net.Conn, k int, park func(net.Conn) error, results chan<- 
 // allocator's slow paths goes deeper. It measures a server's steady state:
 // the conns have parked once before and no GC intervenes (a GC makes
 // allocations assist it; a context's first wait on a conn registers it).
-// Here the limit lies between 320 and 448 bytes (above 448 for WaitRead
-// with a background context); with the park on a channel, whose sudog the
-// runtime sometimes allocates under it, it lay between 192 and 256, and
-// before the park path was slimmed every stack grew with none. A control
-// with 1.5 KiB of caller frames must see every stack grow, or the
-// detection is broken.
+// The limit is least for Read: between 256 and 288 bytes of caller frames
+// (docs/DESIGN.md, "Stack depth", has each path's), so a frame added under
+// Read's park fails this test. A control with 1.5 KiB of caller frames
+// must see every stack grow, or the detection is broken.
 func TestParkedStackDepth(t *testing.T) {
 	testutil.CheckLeaks(t)
 	const (
