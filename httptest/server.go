@@ -2,7 +2,8 @@
 
 // Adapted from Go's net/http/httptest/server.go. Copyright 2011 The Go
 // Authors. All rights reserved. Use of this source code is governed by a
-// BSD-style license that can be found in Go's LICENSE file.
+// BSD-style license that can be found in the LICENSE-GO file in this
+// directory (Go's LICENSE); gatenet's own code is under ../LICENSE.
 
 package httptest
 
