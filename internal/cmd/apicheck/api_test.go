@@ -56,8 +56,7 @@ func fixturePackage(t *testing.T) *types.Package {
 }
 
 func TestAPILines(t *testing.T) {
-	got := strings.Join(apiLines(fixturePackage(t)), "\n")
-	want := strings.Join([]string{
+	requireLines(t, "apiLines", apiLines(fixturePackage(t)),
 		"pkg fix, const Name string = \"x\"",
 		"pkg fix, const Size untyped int = 4",
 		"pkg fix, func New(string) *T",
@@ -75,9 +74,14 @@ func TestAPILines(t *testing.T) {
 		"pkg fix, type T struct, Exported int",
 		"pkg fix, type T struct, embedded Inner",
 		"pkg fix, var Default *T",
-	}, "\n")
-	if got != want {
-		t.Errorf("apiLines:\n%s\nwant:\n%s", got, want)
+	)
+}
+
+// requireLines fails t unless got is want, line for line.
+func requireLines(t *testing.T, what string, got []string, want ...string) {
+	t.Helper()
+	if g, w := strings.Join(got, "\n"), strings.Join(want, "\n"); g != w {
+		t.Errorf("%s:\n%s\nwant:\n%s", what, g, w)
 	}
 }
 
@@ -92,15 +96,11 @@ func TestDiff(t *testing.T) {
 		"pkg fix, func New(string, int) *T",
 		"pkg fix, type T struct, Exported int",
 	}
-	got := strings.Join(diff(recorded, current), "\n")
-	want := strings.Join([]string{
+	requireLines(t, "diff", diff(recorded, current),
 		"incompatible: changed: pkg fix, func New(string) *T\n\tnow: pkg fix, func New(string, int) *T",
 		"incompatible: removed: pkg fix, func Old()",
 		"compatible: added: pkg fix, func Added(int) error",
-	}, "\n")
-	if got != want {
-		t.Errorf("diff:\n%s\nwant:\n%s", got, want)
-	}
+	)
 	if d := diff(recorded, recorded); len(d) != 0 {
 		t.Errorf("diff of equal APIs: %q", d)
 	}
