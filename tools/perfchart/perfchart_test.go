@@ -10,7 +10,9 @@ import (
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 
-func TestBuildOneReport(t *testing.T) {
+// smallChart is the chart of testdata/small.json alone.
+func smallChart(t *testing.T) chart {
+	t.Helper()
 	rep, err := readReportFile("testdata/small.json")
 	if err != nil {
 		t.Fatal(err)
@@ -19,6 +21,11 @@ func TestBuildOneReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+func TestBuildOneReport(t *testing.T) {
+	c := smallChart(t)
 	if c.Runs != 1 || c.Rounds != 3 {
 		t.Errorf("runs, rounds = %d, %d; want 1, 3", c.Runs, c.Rounds)
 	}
@@ -66,14 +73,7 @@ func TestBuildSeveralReports(t *testing.T) {
 }
 
 func TestSavePNG(t *testing.T) {
-	rep, err := readReportFile("testdata/small.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := build([]report{rep})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := smallChart(t)
 	name := filepath.Join(t.TempDir(), "chart.png")
 	if err := save(c, name, 900, 500); err != nil {
 		t.Fatal(err)
