@@ -10,6 +10,8 @@ package httptest_test
 //
 //	go test -race -run XNet ./httptest
 
+//lint:file-ignore SA1019 the deprecated x/net h2c and http2 API is what this file tests, for the code that still uses it
+
 import (
 	"context"
 	"crypto/tls"
