@@ -372,6 +372,7 @@ func sockObserve(err error, n *sockNames) sockErrObs {
 		EINVALBare: err == syscall.EINVAL,
 	}
 	if ne, ok := err.(net.Error); ok {
+		//lint:ignore SA1019 net/http and crypto/tls still call Temporary: the parity tests compare it with net's
 		o.NetError, o.Timeout, o.Temporary = true, ne.Timeout(), ne.Temporary()
 	}
 	var oe *net.OpError

@@ -4,13 +4,13 @@ package httptest_test
 
 // h2c with golang.org/x/net/http2: an h2c.NewHandler server and an
 // http2.Transport{AllowHTTP: true} whose DialTLSContext dials plain
-// gatenet TCP. Behind a build tag because x/net/http2 needs
-// golang.org/x/text (through x/net/idna), which go.mod does not list yet;
-// golang.org/x/net/http2/h2c is also deprecated in favour of net/http's
-// own h2c, which TestHTTP2Cleartext covers. To run it:
+// gatenet TCP. golang.org/x/net/http2/h2c is deprecated in favour of
+// net/http's own h2c, which TestHTTP2Cleartext covers; this test stays for
+// the code that still uses x/net's. To run it alone:
 //
-//	go get golang.org/x/text@v0.43.0   # adds it to go.mod and go.sum
-//	go test -race -tags gatenet_xnet_h2c -run XNet ./httptest
+//	go test -race -run XNet ./httptest
+
+//lint:file-ignore SA1019 the deprecated x/net h2c and http2 API is what this file tests, for the code that still uses it
 
 import (
 	"context"

@@ -153,8 +153,9 @@ func (s *Server) Start() {
 func (s *Server) dialContext(tr *http.Transport, port string) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	dialer := gatenet.Dialer{Faults: s.Faults}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if tr.Dial != nil {
-			return tr.Dial(network, addr)
+		//lint:ignore SA1019 as net/http/httptest's, the Client honours a Dial set by user code
+		if dial := tr.Dial; dial != nil {
+			return dial(network, addr)
 		}
 		if addr == "example.com:"+port || strings.HasSuffix(addr, ".example.com:"+port) {
 			addr = s.Listener.Addr().String()

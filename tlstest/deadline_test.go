@@ -270,7 +270,8 @@ func TestTLSReadTimeoutSurvives(t *testing.T) {
 					o.Err1 = describeErr(err)
 					if ne, ok := err.(net.Error); ok {
 						o.DirectNet = true
-						o.Temporary = ne.Temporary() //nolint:staticcheck // what crypto/tls checks
+						//lint:ignore SA1019 crypto/tls keeps a conn usable after a read error only if it is Temporary: that is what this test checks
+						o.Temporary = ne.Temporary()
 					}
 					c.SetReadDeadline(time.Time{})
 					if _, err := s.Write([]byte("hello")); err != nil {
