@@ -6,9 +6,19 @@
 // The types satisfy the standard interfaces and behave as the standard
 // library's do: the same errors (net.ErrClosed, os.ErrDeadlineExceeded,
 // *net.OpError and *fs.PathError shapes, bare io.EOF), the same deadline
-// semantics, the same close-unblocks-everything. A File from Pipe, NewFile
-// or OpenFile is an *os.File for pollable descriptors whose reads honour
-// deadlines and are unblocked by Close — for any descriptor epoll accepts.
+// semantics, the same close-unblocks-everything. Pipe, NewFile and
+// OpenFile return a *gatenet.File: its own type, with *os.File's methods
+// but the directory ones (Chdir, ReadDir, Readdir, Readdirnames), whose
+// reads and writes honour deadlines and are unblocked by Close for any
+// descriptor epoll accepts. It is not an *os.File and cannot go where one
+// is required (exec.Cmd's ExtraFiles, FileConn): pass an io.Reader or
+// io.Writer, or the descriptor (Fd).
+//
+// Listen, Dial and Accept return net.Listener and net.Conn, as net's do.
+// The methods gatenet adds are reached by a type assertion:
+// c.(gatenet.ContextIO) for ReadContext, WriteContext, WaitRead and
+// WaitWrite, c.(gatenet.Pollable) for ReadyQueue.Add and InjectFaults,
+// or the concrete type (c.(*gatenet.TCPConn)).
 //
 // The data path of every read (writes, accepts and connects are alike):
 //

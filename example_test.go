@@ -7,13 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/gatenet/gatenet"
+	"github.com/gatenet/gatenet/faults"
 )
 
 // Listen is net.Listen: the listener and the conns it accepts are gatenet's.
@@ -193,4 +197,410 @@ func ExampleTCPConn_ReadContext() {
 	// true
 	// *net.OpError read
 	// still ok <nil>
+}
+
+// The worker loop to copy: one goroutine accepts and adds each conn to a
+// ReadyQueue; workers take readable conns from Next, read once without
+// ever parking (ReadContext with a context already done), echo, and hand
+// the conn back with Add; at io.EOF (or an error) they close it and do not
+// add it again. Several workers may share the queue.
+func ExampleReadyQueue() {
+	ln, err := gatenet.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	q := gatenet.NewReadyQueue()
+	var wg sync.WaitGroup
+	defer wg.Wait()  // 3: the goroutines are gone
+	defer q.Close()  // 2: wakes the workers' Next with net.ErrClosed
+	defer ln.Close() // 1: ends the accept loop
+
+	wg.Add(1)
+	go func() { // the accept loop
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return // the listener closed
+			}
+			if err := q.Add(c.(gatenet.Pollable)); err != nil {
+				c.Close()
+			}
+		}
+	}()
+
+	served := make(chan struct{}, 3) // a conn at EOF, closed by a worker
+	for range 2 {                    // the workers
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			noWait, cancel := context.WithCancel(context.Background())
+			cancel() // a done context: a read returns what is there and never parks
+			buf := make([]byte, 4096)
+			for {
+				p, err := q.Next(context.Background())
+				if err != nil {
+					return // the queue closed
+				}
+				c := p.(gatenet.ContextIO)
+				n, err := c.ReadContext(noWait, buf)
+				if n > 0 {
+					_, werr := c.WriteContext(context.Background(), buf[:n])
+					if err == nil {
+						err = werr
+					}
+				}
+				switch {
+				case err == nil, errors.Is(err, context.Canceled): // nothing more now
+					if q.Add(p) != nil {
+						p.Close()
+					}
+				default: // io.EOF: the peer is done; or a read or write error
+					p.Close() // leaves the queue
+					served <- struct{}{}
+				}
+			}
+		}()
+	}
+
+	for i := range 3 { // the clients
+		c, err := gatenet.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		msg := fmt.Sprintf("hello %d", i)
+		c.Write([]byte(msg))
+		buf := make([]byte, len(msg))
+		_, err = io.ReadFull(c, buf)
+		fmt.Println(string(buf), err)
+		c.Close()
+	}
+	for range 3 {
+		<-served
+	}
+	fmt.Println("3 conns served and closed")
+	// Output:
+	// hello 0 <nil>
+	// hello 1 <nil>
+	// hello 2 <nil>
+	// 3 conns served and closed
+}
+
+// InjectFaults attaches faults to one descriptor: here reads of at most
+// 2 bytes on a pipe's read end. The data is intact, in more reads.
+func ExampleInjectFaults() {
+	r, w, err := gatenet.Pipe()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer r.Close()
+	f := faults.New(7, faults.Slicer{Min: 1, Max: 2, Dir: faults.Read})
+	if err := gatenet.InjectFaults(r, f); err != nil {
+		fmt.Println(err)
+		w.Close()
+		return
+	}
+	w.Write([]byte("hello, faults"))
+	w.Close()
+
+	reads := 0
+	var got []byte
+	buf := make([]byte, 64)
+	for {
+		n, err := r.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil {
+			break
+		}
+		reads++
+	}
+	fmt.Printf("%q, at most 2 bytes a read: %v\n", got, reads >= 7) // 13 bytes
+	// f in GATENET_FAULTS's syntax, the spec that replays it:
+	fmt.Println(f)
+	// Output:
+	// "hello, faults", at most 2 bytes a read: true
+	// seed=7;slicer.read=1-2
+}
+
+// A read bounded by a deadline, and ended early by Close from another
+// goroutine: it returns os.ErrClosed, as *os.File's does.
+func ExampleFile_Close() {
+	r, w, err := gatenet.Pipe()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer w.Close()
+
+	r.SetReadDeadline(time.Now().Add(10 * time.Second)) // the bound, should Close never come
+	done := make(chan error)
+	go func() {
+		_, err := r.Read(make([]byte, 8)) // nothing written: blocks
+		done <- err
+	}()
+	time.Sleep(10 * time.Millisecond) // let it block (it returns the same if not yet)
+	r.Close()
+	err = <-done
+	fmt.Println(errors.Is(err, os.ErrClosed), errors.Is(err, os.ErrDeadlineExceeded))
+	// Output: true false
+}
+
+// File.WaitRead parks until the pipe is readable, with no buffer, and
+// consumes nothing.
+func ExampleFile_WaitRead() {
+	r, w, err := gatenet.Pipe()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer r.Close()
+	defer w.Close()
+
+	go w.Write([]byte("wake"))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	fmt.Println("readable:", r.WaitRead(ctx))
+	buf := make([]byte, 4)
+	n, err := io.ReadFull(r, buf)
+	fmt.Println(string(buf[:n]), err)
+
+	// A done context ends it with the read's *fs.PathError wrapping
+	// ctx.Err(), not os.ErrDeadlineExceeded.
+	cancel()
+	err = r.WaitRead(ctx)
+	var pe *fs.PathError
+	fmt.Println(errors.As(err, &pe), errors.Is(err, context.Canceled))
+	// Output:
+	// readable: <nil>
+	// wake <nil>
+	// true true
+}
+
+// OpenFile on a FIFO: reads with deadlines, which os.OpenFile's blocking
+// FIFO does not give.
+func ExampleOpenFile() {
+	dir, err := os.MkdirTemp("", "gatenet-fifo")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "fifo")
+	if err := unix.Mkfifo(path, 0o600); err != nil {
+		fmt.Println(err)
+		return
+	}
+	// O_NONBLOCK: opening the read end does not wait for a writer.
+	r, err := gatenet.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer r.Close()
+	w, err := gatenet.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer w.Close()
+
+	buf := make([]byte, 16)
+	r.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
+	_, err = r.Read(buf)
+	fmt.Println("nothing written yet:", errors.Is(err, os.ErrDeadlineExceeded))
+
+	r.SetReadDeadline(time.Now().Add(10 * time.Second))
+	w.WriteString("through the fifo")
+	n, err := r.Read(buf)
+	fmt.Println(string(buf[:n]), err)
+	// Output:
+	// nothing written yet: true
+	// through the fifo <nil>
+}
+
+// ListenGroup: n SO_REUSEPORT listeners on one port, one accept loop
+// each; the kernel spreads the connections across them.
+func ExampleListenGroup() {
+	lns, err := gatenet.ListenGroup(context.Background(), "tcp", "127.0.0.1:0", 2)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	addr := lns[0].Addr().String()
+	fmt.Println(len(lns), "listeners, same address:", lns[1].Addr().String() == addr)
+
+	accepted := make(chan net.Conn)
+	var wg sync.WaitGroup
+	for _, ln := range lns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				accepted <- c
+			}
+		}()
+	}
+	for range 4 {
+		c, err := gatenet.Dial("tcp", addr)
+		if err != nil {
+			fmt.Println(err)
+			break
+		}
+		c.Close()
+		s := <-accepted
+		s.Close()
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	wg.Wait()
+	fmt.Println("4 accepted")
+	// Output:
+	// 2 listeners, same address: true
+	// 4 accepted
+}
+
+// ListenPacket: a UDP echo server and a client, both gatenet's.
+func ExampleListenPacket() {
+	pc, err := gatenet.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer pc.Close()
+	pc.SetDeadline(time.Now().Add(10 * time.Second))
+	go func() { // echo one datagram
+		buf := make([]byte, 1500)
+		n, from, err := pc.ReadFrom(buf)
+		if err == nil {
+			pc.WriteTo(buf[:n], from)
+		}
+	}()
+
+	c, err := gatenet.Dial("udp", pc.LocalAddr().String())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	c.Write([]byte("ping"))
+	buf := make([]byte, 1500)
+	n, err := c.Read(buf)
+	fmt.Printf("%T %s %v\n", c, buf[:n], err)
+	// Output: *gatenet.UDPConn ping <nil>
+}
+
+// Passing a descriptor over a Unix socket: WriteMsgUnix with SCM_RIGHTS,
+// ReadMsgUnix, and ParseUnixControl, which owns the received descriptors
+// until it returns them (on an error it closes them all).
+func ExampleParseUnixControl() {
+	dir, err := os.MkdirTemp("", "gatenet-unix")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	ln, err := gatenet.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, "sock"), Net: "unix"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ln.Close()
+	c, err := gatenet.DialUnix("unix", nil, ln.Addr().(*net.UnixAddr))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+	s, err := ln.AcceptUnix()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer s.Close()
+
+	// Send the read end of a pipe.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer pw.Close()
+	_, _, err = c.WriteMsgUnix([]byte("a pipe"), unix.UnixRights(int(pr.Fd())), nil)
+	pr.Close() // the receiver has its own descriptor now
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	buf, oob := make([]byte, 64), make([]byte, unix.CmsgSpace(4))
+	s.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, oobn, flags, _, err := s.ReadMsgUnix(buf, oob)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctl, err := gatenet.ParseUnixControl(oob[:oobn], flags)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("%s: %d descriptor\n", buf[:n], len(ctl.Rights))
+	got := gatenet.NewFile(uintptr(ctl.Rights[0]), "received") // owns it now
+	defer got.Close()
+	pw.Write([]byte("through the passed pipe"))
+	got.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, err = got.Read(buf)
+	fmt.Println(string(buf[:n]), err)
+	// Output:
+	// a pipe: 1 descriptor
+	// through the passed pipe <nil>
+}
+
+// AcceptContext bounds one Accept by a context; a context's end gives the
+// accept's *net.OpError wrapping ctx.Err() (not os.ErrDeadlineExceeded),
+// and the listener stays usable.
+func ExampleTCPListener_AcceptContext() {
+	ln, err := gatenet.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ln.Close()
+	tl := ln.(*gatenet.TCPListener)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	_, err = tl.AcceptContext(ctx) // nobody dials
+	var opErr *net.OpError
+	fmt.Println(errors.As(err, &opErr) && opErr.Op == "accept",
+		errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded))
+
+	c, err := gatenet.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := tl.AcceptContext(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer s.Close()
+	fmt.Printf("accepted a %T\n", s)
+	// Output:
+	// true true false
+	// accepted a *gatenet.TCPConn
 }

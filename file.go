@@ -17,9 +17,9 @@ import (
 	"github.com/gatenet/gatenet/pollfd"
 )
 
-// File is an *os.File for pollable descriptors — pipes, FIFOs, ttys,
-// character devices, eventfds — driven by gatenet's poller: reads and
-// writes honour deadlines and Close unblocks them, for every descriptor
+// File is *os.File's counterpart for pollable descriptors — pipes, FIFOs,
+// ttys, character devices, eventfds — driven by gatenet's poller: reads
+// and writes honour deadlines and Close unblocks them, for every descriptor
 // epoll accepts, including ones *os.File leaves blocking (os.NewFile on a
 // blocking fd). Errors are those *os.File returns: *fs.PathError with the
 // op ("read", "write", "close") and name, os.ErrClosed after Close,
@@ -28,6 +28,10 @@ import (
 // A descriptor epoll refuses (a regular file or directory) works in
 // blocking mode, and its SetDeadline returns os.ErrNoDeadline, exactly as
 // *os.File.
+//
+// It has *os.File's methods except Chdir, ReadDir, Readdir and
+// Readdirnames, plus ContextIO's; it is its own type, not an *os.File,
+// and cannot go where an *os.File is required.
 type File struct {
 	fd   *poll.FD
 	name string
@@ -400,7 +404,9 @@ func (r fileWithoutWriteTo) Read(b []byte) (int, error) { return r.f.Read(b) }
 // set, as it adds them to net's (context.go says how a context bounds a
 // wait).
 
-// ReadContext is Read, also returning when ctx is done.
+// ReadContext is Read, also returning when ctx is done: then with a
+// *fs.PathError (Op "read") wrapping ctx.Err(), not os.ErrDeadlineExceeded.
+// A context already done fails only where the read would park.
 func (f *File) ReadContext(ctx context.Context, b []byte) (int, error) {
 	if err := f.checkValid("read"); err != nil {
 		return 0, err
@@ -410,7 +416,7 @@ func (f *File) ReadContext(ctx context.Context, b []byte) (int, error) {
 }
 
 // WriteContext is Write, also returning when ctx is done, with the count
-// written so far.
+// written so far and a *fs.PathError (Op "write") wrapping ctx.Err().
 func (f *File) WriteContext(ctx context.Context, b []byte) (int, error) {
 	if err := f.checkValid("write"); err != nil {
 		return 0, err
@@ -421,7 +427,9 @@ func (f *File) WriteContext(ctx context.Context, b []byte) (int, error) {
 
 // WaitRead parks until the File is readable (data, or end of file), ctx is
 // done, the read deadline passes or the File is closed; it consumes
-// nothing. A descriptor epoll refused (a regular file) is always ready.
+// nothing. A descriptor epoll refused (a regular file) is always ready. A
+// done context gives a *fs.PathError (Op "read") wrapping ctx.Err(), at
+// once if it was done before the call.
 func (f *File) WaitRead(ctx context.Context) error {
 	if err := f.checkValid("read"); err != nil {
 		return err
@@ -429,7 +437,9 @@ func (f *File) WaitRead(ctx context.Context) error {
 	return f.wrapErr("read", f.fd.WaitReadable(orBackground(ctx)))
 }
 
-// WaitWrite parks until the File can take data without blocking.
+// WaitWrite parks until the File can take data without blocking, ctx is
+// done (a *fs.PathError, Op "write", wrapping ctx.Err()), the write
+// deadline passes or the File is closed.
 func (f *File) WaitWrite(ctx context.Context) error {
 	if err := f.checkValid("write"); err != nil {
 		return err

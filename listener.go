@@ -242,7 +242,8 @@ func (l *listener) file() (*os.File, error) {
 }
 
 // waitRead parks until a connection is pending, ctx is done, the
-// deadline passes or the listener is closed.
+// deadline passes or the listener is closed. A done context gives a
+// *net.OpError (Op "accept") wrapping ctx.Err().
 func (l *listener) waitRead(ctx context.Context) error {
 	if !l.ok() {
 		return syscall.EINVAL

@@ -142,3 +142,13 @@ func InjectFaults(x Pollable, f *faults.Faults) error { return errors.ErrUnsuppo
 // Pollable off Linux is anything with a Close: gatenet polls nothing
 // there, so code written for Linux compiles, and InjectFaults fails.
 type Pollable interface{ Close() error }
+
+// ContextIO is the Linux build's interface of context-aware reads and
+// writes and readiness waits. Off Linux nothing implements it: a type
+// assertion to it compiles and fails (ok is false).
+type ContextIO interface {
+	ReadContext(ctx context.Context, b []byte) (int, error)
+	WriteContext(ctx context.Context, b []byte) (int, error)
+	WaitRead(ctx context.Context) error
+	WaitWrite(ctx context.Context) error
+}

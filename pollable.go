@@ -7,6 +7,17 @@ import "github.com/gatenet/gatenet/internal/poll"
 // Pollable is a gatenet connection, listener or File: anything a
 // ReadyQueue can watch or InjectFaults can fault. It is sealed: only this
 // package's types implement it.
+//
+// Listen, Dial and Accept return net.Listener and net.Conn, which do not
+// have the sealed method, so q.Add(c) does not compile with a net.Conn
+// ("missing method descriptor"): assert it first,
+//
+//	p, ok := c.(gatenet.Pollable) // ok for every conn and listener gatenet returns
+//	…
+//	err = q.Add(p)
+//
+// or use the concrete type (c.(*gatenet.TCPConn)). *File implements it
+// as is.
 type Pollable interface {
 	Close() error
 	// descriptor is the value's poll.FD, nil for a nil or zero value, so

@@ -13,14 +13,31 @@ import (
 // ReadyQueue lets one goroutine watch many connections (or Files, or
 // listeners) and hands out each one that becomes readable — with no
 // goroutine and no buffer per connection. Next returns a connection once
-// per edge of readiness; the caller (typically a worker) then uses the
-// ordinary Read with its deadlines.
+// per edge of readiness; the caller (typically a worker) then reads it.
+//
+// Readable means a Read would not block: data has arrived, or the peer
+// closed or hung up, or an error is pending. So Next reports end of file
+// and hang-ups too, and the worker's read returns io.EOF or the error: it
+// closes the connection then, and does not Add it again.
 //
 // A connection is not reported again while it is being read: it becomes
 // eligible again when a Read on it hits "would block" and parks (so the
 // worker may read until then, bounding the last Read with a deadline or
 // ReadContext), or when the worker hands it back with Add without reading
-// that far. A connection that closes leaves the queue.
+// that far. A worker that must not park on an idle connection reads once
+// without blocking — ReadContext (ContextIO) with a context already done
+// returns what is there, or io.EOF, or the context's error if nothing is —
+// and then hands it back with Add, which reports it again at once if more
+// is readable. A connection that closes leaves the queue (Close is how a
+// worker drops one; Remove stops watching it without closing it).
+//
+// Every method may be called from any number of goroutines at once: many
+// workers may share one queue, each calling Next and Add. Each report goes
+// to exactly one Next, so concurrent workers get distinct connections. A
+// value is watched by one queue at a time: adding it to a second fails
+// until Remove.
+// Listen and Accept return net.Listener and net.Conn: Add takes
+// c.(gatenet.Pollable).
 type ReadyQueue struct {
 	list *pollfd.ReadyList
 }
@@ -46,9 +63,10 @@ func (q *ReadyQueue) Remove(p Pollable) {
 	}
 }
 
-// Next waits for a watched connection to become readable and returns it
-// (the value given to Add), or returns ctx's error, or net.ErrClosed after
-// Close.
+// Next waits for a watched connection to become readable (data, end of
+// file, a hang-up or an error) and returns it (the value given to Add), or
+// returns ctx's error (bare), or net.ErrClosed after Close. Concurrent
+// calls each get a different report.
 func (q *ReadyQueue) Next(ctx context.Context) (Pollable, error) {
 	v, err := q.list.Next(orBackground(ctx))
 	if err == pollfd.ErrListClosed {

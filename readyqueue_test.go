@@ -278,3 +278,100 @@ func TestReadyQueueWorkers(t *testing.T) {
 		require.True(t, found, "a stream's SHA-256 matches no client's")
 	}
 }
+
+// TestReadyQueueConcurrentNext: several goroutines in Next at once, as
+// many readable conns: each Next gets a different conn, and none is
+// reported twice.
+func TestReadyQueueConcurrentNext(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	const n = 16
+	q := gatenet.NewReadyQueue()
+	defer q.Close()
+	var clients []net.Conn
+	for range n {
+		c, s := gatenetTCPPair(t)
+		require.NoError(t, q.Add(s))
+		clients = append(clients, c)
+	}
+	got := make(chan gatenet.Pollable, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p, err := nextWithin(q, time.Minute)
+			if err != nil {
+				t.Errorf("Next: %v", err)
+				return
+			}
+			got <- p
+		}()
+	}
+	for _, c := range clients {
+		_, err := c.Write([]byte("x"))
+		require.NoError(t, err)
+	}
+	wg.Wait()
+	close(got)
+	seen := map[gatenet.Pollable]bool{}
+	for p := range got {
+		require.False(t, seen[p], "one conn handed to two Next calls")
+		seen[p] = true
+	}
+	require.Len(t, seen, n)
+	_, err := nextWithin(q, 30*time.Millisecond)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "a conn reported twice")
+}
+
+// TestReadyQueueEOF: a peer's close is reported as readiness, and the
+// worker's read gives io.EOF; a read with a done context on an idle conn
+// fails with the context's error without parking, and Add then reports
+// the conn when data comes.
+func TestReadyQueueEOF(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	q := gatenet.NewReadyQueue()
+	defer q.Close()
+	c, s := gatenetTCPPair(t)
+	require.NoError(t, q.Add(s))
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	buf := make([]byte, 8)
+
+	// Idle: the read with a done context returns at once.
+	_, err := s.ReadContext(done, buf)
+	require.ErrorIs(t, err, context.Canceled)
+	require.NoError(t, q.Add(s))
+	_, err = c.Write([]byte("a"))
+	require.NoError(t, err)
+	got, err := nextWithin(q, time.Minute)
+	require.NoError(t, err)
+	require.Same(t, s, got)
+	n, err := s.ReadContext(done, buf)
+	require.NoError(t, err)
+	require.Equal(t, "a", string(buf[:n]))
+	require.NoError(t, q.Add(s))
+
+	// The peer closes: reported, and the read gives io.EOF.
+	require.NoError(t, c.Close())
+	got, err = nextWithin(q, time.Minute)
+	require.NoError(t, err)
+	require.Same(t, s, got)
+	_, err = s.ReadContext(done, buf)
+	require.ErrorIs(t, err, io.EOF)
+}
+
+// TestReadyQueueOneQueueAtATime: a conn watched by one queue cannot be
+// added to another until it is removed from the first.
+func TestReadyQueueOneQueueAtATime(t *testing.T) {
+	testutil.CheckLeaks(t)
+	q1, q2 := gatenet.NewReadyQueue(), gatenet.NewReadyQueue()
+	defer q1.Close()
+	defer q2.Close()
+	_, s := gatenetTCPPair(t)
+	require.NoError(t, q1.Add(s))
+	require.Error(t, q2.Add(s))
+	q1.Remove(s)
+	require.NoError(t, q2.Add(s))
+}

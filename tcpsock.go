@@ -273,7 +273,9 @@ func (l *TCPListener) AcceptTCP() (*TCPConn, error) {
 	return l.acceptTCP(context.Background())
 }
 
-// AcceptContext is Accept, also returning when ctx is done; the listener
+// AcceptContext is Accept, also returning when ctx is done, with a
+// *net.OpError (Op "accept") wrapping ctx.Err() (not
+// os.ErrDeadlineExceeded, which stays the deadline's error); the listener
 // stays usable.
 func (l *TCPListener) AcceptContext(ctx context.Context) (net.Conn, error) {
 	c, err := l.acceptTCP(orBackground(ctx))
@@ -309,4 +311,7 @@ func (l *TCPListener) File() (*os.File, error) { return l.ln().file() }
 
 // WaitRead parks until a connection is pending (Accept would not block),
 // ctx is done, the deadline passes or the listener is closed.
+// A done context gives a *net.OpError (Op "accept") wrapping ctx.Err(),
+// at once if it was done before the call; the deadline gives
+// os.ErrDeadlineExceeded. It consumes nothing.
 func (l *TCPListener) WaitRead(ctx context.Context) error { return l.ln().waitRead(ctx) }

@@ -204,7 +204,9 @@ func (l *UnixListener) AcceptUnix() (*UnixConn, error) {
 	return l.acceptUnix(context.Background())
 }
 
-// AcceptContext is Accept, also returning when ctx is done; the listener
+// AcceptContext is Accept, also returning when ctx is done, with a
+// *net.OpError (Op "accept") wrapping ctx.Err() (not
+// os.ErrDeadlineExceeded, which stays the deadline's error); the listener
 // stays usable.
 func (l *UnixListener) AcceptContext(ctx context.Context) (net.Conn, error) {
 	c, err := l.acceptUnix(orBackground(ctx))
@@ -260,6 +262,9 @@ func (l *UnixListener) File() (*os.File, error) { return l.ln().file() }
 
 // WaitRead parks until a connection is pending, ctx is done, the deadline
 // passes or the listener is closed.
+// A done context gives a *net.OpError (Op "accept") wrapping ctx.Err(),
+// at once if it was done before the call; the deadline gives
+// os.ErrDeadlineExceeded. It consumes nothing.
 func (l *UnixListener) WaitRead(ctx context.Context) error { return l.ln().waitRead(ctx) }
 
 // unixSotype is a Unix network's socket type, as net's: "unixgram" a

@@ -25,6 +25,14 @@
 //
 //	GATENET_FAULTS='slicer=1-7;seed=42' go test ./...
 //
+// Every binary built with gatenet reads GATENET_FAULTS (EnvVar), once,
+// production ones too, not only tests: keep it out of a service's
+// environment. A valid value injects its faults into every gatenet
+// descriptor the process makes (conns, listeners, pipes, Files); an
+// invalid one makes every gatenet constructor (Listen, Dial, Pipe,
+// OpenFile, FileConn, …; NewFile's operations) fail with an error naming
+// the variable, its value and the valid syntax.
+//
 // Each descriptor a Faults value is attached to draws from its own
 // generators, seeded from the Faults' seed and the direction alone: the
 // same seed gives every conn the same chunk boundaries, in the same byte

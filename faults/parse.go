@@ -10,7 +10,9 @@ import (
 )
 
 // EnvVar is the environment variable gatenet reads, once, for faults to
-// attach to every descriptor it creates (sockets, listeners, pipes).
+// attach to every descriptor it creates (sockets, listeners, pipes). Any
+// binary using gatenet reads it, a production one too; an invalid value
+// makes every gatenet constructor fail with an error naming it.
 const EnvVar = "GATENET_FAULTS"
 
 // Parse reads the GATENET_FAULTS syntax: ';'-separated settings, each

@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
+	"time"
 
+	"github.com/gatenet/gatenet"
 	"github.com/gatenet/gatenet/httptest"
 )
 
@@ -72,4 +75,42 @@ func ExampleServer_EnableHTTP2() {
 	}
 	fmt.Printf("%s %s", res.TLS.NegotiatedProtocol, greeting)
 	// Output: h2 Hello, HTTP/2.0 client
+}
+
+// NewUnstartedServer, to configure the http.Server before Start. The
+// connections the server accepts are gatenet's: a ConnState hook can hand
+// them to gatenet.InjectFaults or a ReadyQueue (on Linux they are
+// *gatenet.TCPConn).
+func ExampleNewUnstartedServer() {
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "Hello, client")
+	}))
+	pollable := make(chan bool, 1)
+	ts.Config.ReadHeaderTimeout = 10 * time.Second
+	ts.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			_, ok := c.(gatenet.Pollable)
+			select {
+			case pollable <- ok:
+			default:
+			}
+		}
+	}
+	ts.Start()
+	defer ts.Close()
+
+	res, err := ts.Client().Get(ts.URL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	greeting, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%s %s", res.Proto, greeting)
+	fmt.Println("the server's conn is a gatenet.Pollable:", <-pollable)
+	// Output:
+	// HTTP/1.1 Hello, client
+	// the server's conn is a gatenet.Pollable: true
 }

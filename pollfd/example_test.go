@@ -66,3 +66,52 @@ func ExampleDesc_Wait() {
 	// before the write: true
 	// read "hello, poller"
 }
+
+// Stats are a poller's counters: what is registered now, and what the
+// drain loop and the waiters have done so far (events, parks, wake-ups by
+// cause). gatenet's own descriptors are on pollfd.Default().
+func ExamplePoller_Stats() {
+	p, err := pollfd.New(pollfd.DefaultOptions())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer p.Close()
+
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+		log.Fatal(err)
+	}
+	r, w := fds[0], fds[1]
+	defer unix.Close(w)
+	defer unix.Close(r)
+
+	d, err := p.Open(r)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("registered:", p.Stats().Registered)
+
+	// One readiness edge: the read finds nothing, a write makes it
+	// readable, and the wait returns once the event has been delivered.
+	if err := d.Prepare(pollfd.ModeRead); err != nil {
+		log.Fatal(err)
+	}
+	if _, err := unix.Read(r, make([]byte, 1)); err != unix.EAGAIN {
+		log.Fatal(err)
+	}
+	unix.Write(w, []byte("x"))
+	if err := d.Wait(pollfd.ModeRead); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("events delivered:", p.Stats().Events > 0)
+
+	d.Unblock()
+	if err := d.Close(); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("registered after Close:", p.Stats().Registered)
+	// Output:
+	// registered: 1
+	// events delivered: true
+	// registered after Close: 0
+}

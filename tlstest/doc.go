@@ -20,8 +20,11 @@
 // gatenet.Dialer) on Linux. Elsewhere gatenet has no sockets, and the
 // helpers fall back to package net, so tests using them still build and run.
 //
-// Only the certificate functions may be called outside a test. The helpers
-// that take a testing.TB report setup failures with t.Fatalf, so call them
-// from the test's goroutine; they release everything they made in
-// t.Cleanup.
+// Only the certificate functions may be called outside a test: NewCA and
+// the CA's methods (Certificate, Pool, CertPEM, ClientConfig, Leaf,
+// ClientCert), MarshalPEM, DefaultCA, DefaultServerConfig and
+// DefaultClientConfig. The helpers that take a testing.TB (Pair,
+// PairFaults, PairUnix, NewServer, NewUnstartedServer) report setup
+// failures with t.Fatalf, so call them from the test's goroutine; they
+// release everything they made in t.Cleanup.
 package tlstest

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatenet/gatenet"
 	"github.com/gatenet/gatenet/tlstest"
 )
 
@@ -143,4 +144,42 @@ func (t *exampleT) done() {
 	for _, f := range slices.Backward(t.cleanups) {
 		f()
 	}
+}
+
+// The certificate functions need no test: here a TLS server and client
+// outside one, on gatenet's sockets, with the default configurations (a
+// certificate for localhost from DefaultCA, and a client trusting it).
+func ExampleDefaultServerConfig() {
+	ln, err := gatenet.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	tln := tls.NewListener(ln, tlstest.DefaultServerConfig())
+	defer tln.Close()
+	go func() {
+		c, err := tln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		io.Copy(c, c) // echo until the client closes
+	}()
+
+	raw, err := gatenet.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		panic(err)
+	}
+	cfg := tlstest.DefaultClientConfig()
+	cfg.ServerName = "localhost"
+	c := tls.Client(raw, cfg)
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintln(c, "hello")
+	line, err := bufio.NewReader(c).ReadString('\n')
+	fmt.Print(line)
+	fmt.Println(err, c.ConnectionState().PeerCertificates[0].Issuer.CommonName == tlstest.DefaultCA().Certificate().Subject.CommonName)
+	// Output:
+	// hello
+	// <nil> true
 }

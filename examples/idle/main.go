@@ -37,11 +37,6 @@ func main() {
 	}
 }
 
-type waitReader interface {
-	net.Conn
-	WaitRead(ctx context.Context) error
-}
-
 func memNow() (heap, stack uint64) {
 	runtime.GC()
 	var ms runtime.MemStats
@@ -97,7 +92,7 @@ func run() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if c.(waitReader).WaitRead(context.Background()) == nil {
+			if c.(gatenet.ContextIO).WaitRead(context.Background()) == nil {
 				woke.Add(1)
 			}
 		}()

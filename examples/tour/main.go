@@ -171,12 +171,6 @@ func tourPipe(name string) error {
 	return nil
 }
 
-// waitReader is what gatenet's TCPConn, UnixConn and File add to net.Conn.
-type waitReader interface {
-	net.Conn
-	WaitRead(ctx context.Context) error
-}
-
 // loopbackConns dials n gatenet connections to a gatenet listener and
 // returns the server sides and the client sides.
 func loopbackConns(n int) (srv, cli []net.Conn, err error) {
@@ -229,7 +223,7 @@ func tourWaitRead(name string) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if c.(waitReader).WaitRead(ctx) == nil {
+			if c.(gatenet.ContextIO).WaitRead(ctx) == nil {
 				woke <- i
 			}
 		}()
