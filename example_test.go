@@ -436,9 +436,7 @@ func ExampleListenGroup() {
 	accepted := make(chan net.Conn)
 	var wg sync.WaitGroup
 	for _, ln := range lns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for {
 				c, err := ln.Accept()
 				if err != nil {
@@ -446,7 +444,7 @@ func ExampleListenGroup() {
 				}
 				accepted <- c
 			}
-		}()
+		})
 	}
 	for range 4 {
 		c, err := gatenet.Dial("tcp", addr)

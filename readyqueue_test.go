@@ -28,13 +28,21 @@ func nextWithin(q *gatenet.ReadyQueue, d time.Duration) (gatenet.Pollable, error
 	return q.Next(ctx)
 }
 
-func TestReadyQueueOncePerEdge(t *testing.T) {
+// watchedPair starts a test with leak checks and a watchdog: a queue
+// (closed at the end) watching the server end s of a gatenet TCP pair.
+func watchedPair(t *testing.T) (q *gatenet.ReadyQueue, c, s *gatenet.TCPConn) {
+	t.Helper()
 	testutil.CheckLeaks(t)
 	testutil.Watchdog(t, 2*time.Minute)
-	q := gatenet.NewReadyQueue()
-	defer q.Close()
-	c, s := gatenetTCPPair(t)
+	q = gatenet.NewReadyQueue()
+	t.Cleanup(func() { q.Close() })
+	c, s = gatenetTCPPair(t)
 	require.NoError(t, q.Add(s))
+	return q, c, s
+}
+
+func TestReadyQueueOncePerEdge(t *testing.T) {
+	q, c, s := watchedPair(t)
 
 	// Nothing readable: nothing reported.
 	_, err := nextWithin(q, 30*time.Millisecond)
@@ -329,12 +337,7 @@ func TestReadyQueueConcurrentNext(t *testing.T) {
 // fails with the context's error without parking, and Add then reports
 // the conn when data comes.
 func TestReadyQueueEOF(t *testing.T) {
-	testutil.CheckLeaks(t)
-	testutil.Watchdog(t, 2*time.Minute)
-	q := gatenet.NewReadyQueue()
-	defer q.Close()
-	c, s := gatenetTCPPair(t)
-	require.NoError(t, q.Add(s))
+	q, c, s := watchedPair(t)
 	done, cancel := context.WithCancel(context.Background())
 	cancel()
 	buf := make([]byte, 8)

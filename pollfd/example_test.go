@@ -77,15 +77,13 @@ func ExamplePoller_Stats() {
 	}
 	defer p.Close()
 
-	var fds [2]int
-	if err := unix.Pipe2(fds[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+	// An eventfd: readable while its counter is not zero.
+	efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
 		log.Fatal(err)
 	}
-	r, w := fds[0], fds[1]
-	defer unix.Close(w)
-	defer unix.Close(r)
-
-	d, err := p.Open(r)
+	defer unix.Close(efd)
+	d, err := p.Open(efd)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -93,13 +91,15 @@ func ExamplePoller_Stats() {
 
 	// One readiness edge: the read finds nothing, a write makes it
 	// readable, and the wait returns once the event has been delivered.
+	var counter [8]byte
 	if err := d.Prepare(pollfd.ModeRead); err != nil {
 		log.Fatal(err)
 	}
-	if _, err := unix.Read(r, make([]byte, 1)); err != unix.EAGAIN {
+	if _, err := unix.Read(efd, counter[:]); err != unix.EAGAIN {
 		log.Fatal(err)
 	}
-	unix.Write(w, []byte("x"))
+	counter[0] = 1
+	unix.Write(efd, counter[:])
 	if err := d.Wait(pollfd.ModeRead); err != nil {
 		log.Fatal(err)
 	}

@@ -23,6 +23,24 @@ import (
 
 var versions = []uint16{tls.VersionTLS12, tls.VersionTLS13}
 
+// handshakeFixture starts a handshake test: leak checks, a watchdog and
+// the certificates.
+func handshakeFixture(t *testing.T) *certs {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 5*time.Minute)
+	return testCerts(t)
+}
+
+// eachVersion runs fn in a subtest per TLS version, with leak checks.
+func eachVersion(t *testing.T, fn func(t *testing.T, v uint16)) {
+	for _, v := range versions {
+		t.Run(versionName(v), func(t *testing.T) {
+			testutil.CheckLeaks(t)
+			fn(t, v)
+		})
+	}
+}
+
 // exchange sends a message each way over the pair and checks it arrives.
 func exchange(t testing.TB, c, s *tls.Conn) {
 	t.Helper()
@@ -56,9 +74,7 @@ func exchange(t testing.TB, c, s *tls.Conn) {
 }
 
 func TestHandshake(t *testing.T) {
-	testutil.CheckLeaks(t)
-	testutil.Watchdog(t, 5*time.Minute)
-	fx := testCerts(t)
+	fx := handshakeFixture(t)
 	for _, network := range []string{"tcp", "unix"} {
 		for _, v := range versions {
 			for _, kind := range []tlstest.KeyKind{tlstest.ECDSA, tlstest.RSA} {
@@ -120,30 +136,25 @@ func TestHandshake(t *testing.T) {
 // and TLS 1.3 (PSK from a NewSessionTicket, which the client takes in when
 // it first reads).
 func TestResumption(t *testing.T) {
-	testutil.CheckLeaks(t)
-	testutil.Watchdog(t, 5*time.Minute)
-	fx := testCerts(t)
-	for _, v := range versions {
-		t.Run(versionName(v), func(t *testing.T) {
-			testutil.CheckLeaks(t)
-			server := fx.serverConfig(tlstest.ECDSA)
-			server.MinVersion, server.MaxVersion = v, v
-			client := fx.clientConfig()
-			client.ClientSessionCache = tls.NewLRUClientSessionCache(4)
-			for i, wantResume := range []bool{false, true, true} {
-				c, s := tlstest.Pair(t, server, client)
-				exchange(t, c, s) // the client reads, so takes a 1.3 ticket in
-				if got := c.ConnectionState().DidResume; got != wantResume {
-					t.Errorf("connection %d: client DidResume %v, want %v", i, got, wantResume)
-				}
-				if got := s.ConnectionState().DidResume; got != wantResume {
-					t.Errorf("connection %d: server DidResume %v, want %v", i, got, wantResume)
-				}
-				c.Close()
-				s.Close()
+	fx := handshakeFixture(t)
+	eachVersion(t, func(t *testing.T, v uint16) {
+		server := fx.serverConfig(tlstest.ECDSA)
+		server.MinVersion, server.MaxVersion = v, v
+		client := fx.clientConfig()
+		client.ClientSessionCache = tls.NewLRUClientSessionCache(4)
+		for i, wantResume := range []bool{false, true, true} {
+			c, s := tlstest.Pair(t, server, client)
+			exchange(t, c, s) // the client reads, so takes a 1.3 ticket in
+			if got := c.ConnectionState().DidResume; got != wantResume {
+				t.Errorf("connection %d: client DidResume %v, want %v", i, got, wantResume)
 			}
-		})
-	}
+			if got := s.ConnectionState().DidResume; got != wantResume {
+				t.Errorf("connection %d: server DidResume %v, want %v", i, got, wantResume)
+			}
+			c.Close()
+			s.Close()
+		}
+	})
 }
 
 // handshakeErrors is a Server.HandshakeError that sends the errors on a
@@ -157,6 +168,18 @@ func handshakeErrors(srv *tlstest.Server) <-chan error {
 		}
 	}
 	return ch
+}
+
+// requireRefused fails t unless a client with cfg fails its handshake with
+// srv and the server's handshake error (from herrs) says want.
+func requireRefused(t testing.TB, srv *tlstest.Server, cfg *tls.Config, herrs <-chan error, want string) {
+	t.Helper()
+	cerr := clientFailure(t, srv, cfg)
+	serr := recv(t, herrs, "server handshake error")
+	t.Logf("client: %v; server: %v", cerr, serr)
+	if !strings.Contains(serr.Error(), want) {
+		t.Errorf("server handshake error %q", serr)
+	}
 }
 
 // clientFailure dials srv with cfg and returns the client's error: from the
@@ -181,9 +204,7 @@ func clientFailure(t testing.TB, srv *tlstest.Server, cfg *tls.Config) error {
 }
 
 func TestMutualTLS(t *testing.T) {
-	testutil.CheckLeaks(t)
-	testutil.Watchdog(t, 5*time.Minute)
-	fx := testCerts(t)
+	fx := handshakeFixture(t)
 	other, err := tlstest.NewCA()
 	if err != nil {
 		t.Fatal(err)
@@ -192,122 +213,102 @@ func TestMutualTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range versions {
-		t.Run(versionName(v), func(t *testing.T) {
-			testutil.CheckLeaks(t)
-			server := fx.serverConfig(tlstest.ECDSA)
-			server.MinVersion, server.MaxVersion = v, v
-			server.ClientAuth = tls.RequireAndVerifyClientCert
-			server.ClientCAs = fx.ca.Pool()
-			peers := make(chan []*x509.Certificate, 1)
-			srv := tlstest.NewUnstartedServer(t, server, func(c *tls.Conn) {
-				peers <- c.ConnectionState().PeerCertificates
-				c.Write([]byte("ok"))
-			})
-			herrs := handshakeErrors(srv)
-			srv.Start()
+	eachVersion(t, func(t *testing.T, v uint16) {
+		server := fx.serverConfig(tlstest.ECDSA)
+		server.MinVersion, server.MaxVersion = v, v
+		server.ClientAuth = tls.RequireAndVerifyClientCert
+		server.ClientCAs = fx.ca.Pool()
+		peers := make(chan []*x509.Certificate, 1)
+		srv := tlstest.NewUnstartedServer(t, server, func(c *tls.Conn) {
+			peers <- c.ConnectionState().PeerCertificates
+			c.Write([]byte("ok"))
+		})
+		herrs := handshakeErrors(srv)
+		srv.Start()
 
-			t.Run("no certificate", func(t *testing.T) {
-				cerr := clientFailure(t, srv, fx.clientConfig())
-				serr := recv(t, herrs, "server handshake error")
-				t.Logf("client: %v; server: %v", cerr, serr)
-				if !strings.Contains(serr.Error(), "client didn't provide a certificate") {
-					t.Errorf("server handshake error %q", serr)
-				}
-			})
-			t.Run("certificate from another CA", func(t *testing.T) {
-				cfg := fx.clientConfig()
-				// Certificates would not do: the client offers only a
-				// certificate from a CA the server asks for.
-				cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &stranger, nil }
-				cerr := clientFailure(t, srv, cfg)
-				serr := recv(t, herrs, "server handshake error")
-				t.Logf("client: %v; server: %v", cerr, serr)
-				if !strings.Contains(serr.Error(), "certificate signed by unknown authority") {
-					t.Errorf("server handshake error %q", serr)
-				}
-			})
-			t.Run("certificate", func(t *testing.T) {
-				cfg := fx.clientConfig()
-				cfg.Certificates = []tls.Certificate{fx.client}
-				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				defer cancel()
-				c, err := srv.DialContext(ctx, cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close()
-				buf := make([]byte, 2)
-				if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "ok" {
-					t.Fatalf("read %q, %v; want ok", buf, err)
-				}
-				certs := recv(t, peers, "handler")
-				if len(certs) == 0 || certs[0].Subject.CommonName != "client-1" {
-					t.Fatalf("the server saw peer certificates %v, want client-1's", certs)
-				}
-			})
-			srv.Close()
-			if ok, failed := srv.Handshakes(); ok != 1 || failed != 2 {
-				t.Errorf("server handshakes: %d ok, %d failed; want 1 and 2", ok, failed)
+		t.Run("no certificate", func(t *testing.T) {
+			requireRefused(t, srv, fx.clientConfig(), herrs, "client didn't provide a certificate")
+		})
+		t.Run("certificate from another CA", func(t *testing.T) {
+			cfg := fx.clientConfig()
+			// Certificates would not do: the client offers only a
+			// certificate from a CA the server asks for.
+			cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &stranger, nil }
+			requireRefused(t, srv, cfg, herrs, "certificate signed by unknown authority")
+		})
+		t.Run("certificate", func(t *testing.T) {
+			cfg := fx.clientConfig()
+			cfg.Certificates = []tls.Certificate{fx.client}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			c, err := srv.DialContext(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			buf := make([]byte, 2)
+			if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "ok" {
+				t.Fatalf("read %q, %v; want ok", buf, err)
+			}
+			certs := recv(t, peers, "handler")
+			if len(certs) == 0 || certs[0].Subject.CommonName != "client-1" {
+				t.Fatalf("the server saw peer certificates %v, want client-1's", certs)
 			}
 		})
-	}
+		srv.Close()
+		if ok, failed := srv.Handshakes(); ok != 1 || failed != 2 {
+			t.Errorf("server handshakes: %d ok, %d failed; want 1 and 2", ok, failed)
+		}
+	})
 }
 
 func TestALPN(t *testing.T) {
-	testutil.CheckLeaks(t)
-	testutil.Watchdog(t, 5*time.Minute)
-	fx := testCerts(t)
-	for _, v := range versions {
-		t.Run(versionName(v), func(t *testing.T) {
-			testutil.CheckLeaks(t)
-			server := fx.serverConfig(tlstest.ECDSA)
-			server.MaxVersion = v
-			server.NextProtos = []string{"h2", "http/1.1"}
-			for _, tc := range []struct {
-				client []string
-				want   string
-			}{
-				{[]string{"http/1.1"}, "http/1.1"},
-				{[]string{"h2", "http/1.1"}, "h2"},
-				{[]string{"spdy/3", "http/1.1", "h2"}, "h2"}, // the server's preference wins
-				{nil, ""},
-			} {
-				client := fx.clientConfig()
-				client.NextProtos = tc.client
-				c, s := tlstest.Pair(t, server, client)
-				if got := c.ConnectionState().NegotiatedProtocol; got != tc.want {
-					t.Errorf("client %q: client negotiated %q, want %q", tc.client, got, tc.want)
-				}
-				if got := s.ConnectionState().NegotiatedProtocol; got != tc.want {
-					t.Errorf("client %q: server negotiated %q, want %q", tc.client, got, tc.want)
-				}
-				c.Close()
-				s.Close()
+	fx := handshakeFixture(t)
+	eachVersion(t, func(t *testing.T, v uint16) {
+		server := fx.serverConfig(tlstest.ECDSA)
+		server.MaxVersion = v
+		server.NextProtos = []string{"h2", "http/1.1"}
+		for _, tc := range []struct {
+			client []string
+			want   string
+		}{
+			{[]string{"http/1.1"}, "http/1.1"},
+			{[]string{"h2", "http/1.1"}, "h2"},
+			{[]string{"spdy/3", "http/1.1", "h2"}, "h2"}, // the server's preference wins
+			{nil, ""},
+		} {
+			client := fx.clientConfig()
+			client.NextProtos = tc.client
+			c, s := tlstest.Pair(t, server, client)
+			if got := c.ConnectionState().NegotiatedProtocol; got != tc.want {
+				t.Errorf("client %q: client negotiated %q, want %q", tc.client, got, tc.want)
 			}
+			if got := s.ConnectionState().NegotiatedProtocol; got != tc.want {
+				t.Errorf("client %q: server negotiated %q, want %q", tc.client, got, tc.want)
+			}
+			c.Close()
+			s.Close()
+		}
 
-			// No protocol in common: the server refuses the handshake.
-			srv := tlstest.NewUnstartedServer(t, server, nil)
-			herrs := handshakeErrors(srv)
-			srv.Start()
-			client := srv.ClientConfig()
-			client.NextProtos = []string{"spdy/3"}
-			cerr := clientFailure(t, srv, client)
-			serr := recv(t, herrs, "server handshake error")
-			if !strings.Contains(serr.Error(), "unsupported application protocols") {
-				t.Errorf("server handshake error %q, want unsupported application protocols", serr)
-			}
-			if !strings.Contains(cerr.Error(), "no application protocol") {
-				t.Errorf("client error %q, want the no_application_protocol alert", cerr)
-			}
-		})
-	}
+		// No protocol in common: the server refuses the handshake.
+		srv := tlstest.NewUnstartedServer(t, server, nil)
+		herrs := handshakeErrors(srv)
+		srv.Start()
+		client := srv.ClientConfig()
+		client.NextProtos = []string{"spdy/3"}
+		cerr := clientFailure(t, srv, client)
+		serr := recv(t, herrs, "server handshake error")
+		if !strings.Contains(serr.Error(), "unsupported application protocols") {
+			t.Errorf("server handshake error %q, want unsupported application protocols", serr)
+		}
+		if !strings.Contains(cerr.Error(), "no application protocol") {
+			t.Errorf("client error %q, want the no_application_protocol alert", cerr)
+		}
+	})
 }
 
 func TestSNI(t *testing.T) {
-	testutil.CheckLeaks(t)
-	testutil.Watchdog(t, 5*time.Minute)
-	fx := testCerts(t)
+	fx := handshakeFixture(t)
 	server := &tls.Config{GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 		switch hello.ServerName {
 		case "a.example":
