@@ -11,8 +11,8 @@ import (
 // The context-aware and readiness calls gatenet adds to net's method sets.
 // A context bounds only the wait: it starts no goroutine and no timer per
 // call (a context that keeps coming back is registered once per
-// connection and direction, pollfd/ctxwait.go), leaves the deadlines alone, and the connection stays usable after a
-// cancelled call. Its error arrives wrapped as the operation's other
+// connection and direction, pollfd/ctxwait.go), leaves the deadlines
+// alone, and the connection stays usable after a cancelled call. Its error arrives wrapped as the operation's other
 // errors are (errors.Is(err, context.Canceled)). A nil context means
 // context.Background().
 

@@ -36,6 +36,7 @@ import (
 // to exactly one Next, so concurrent workers get distinct connections. A
 // value is watched by one queue at a time: adding it to a second fails
 // until Remove.
+//
 // Listen and Accept return net.Listener and net.Conn: Add takes
 // c.(gatenet.Pollable).
 type ReadyQueue struct {
