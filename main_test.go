@@ -8,12 +8,16 @@ package gatenet_test
 // internal/testutil.
 
 import (
+	"os"
 	"testing"
 
 	"github.com/gatenet/gatenet/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
+	if mode := os.Getenv(childModeEnv); mode != "" {
+		os.Exit(runChildMode(mode)) // this process is a test's child (pipe_exec_test.go)
+	}
 	testutil.StartPollers()
 	testutil.VerifyTestMain(m)
 }

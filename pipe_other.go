@@ -2,7 +2,12 @@
 
 package gatenet
 
-import "os"
+import (
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+)
 
 // Pipe is os.Pipe off Linux.
 func Pipe() (r, w *File, err error) {
@@ -11,4 +16,27 @@ func Pipe() (r, w *File, err error) {
 		return nil, nil, err
 	}
 	return &File{or}, &File{ow}, nil
+}
+
+// StdinPipe is (*exec.Cmd).StdinPipe off Linux, as a *File.
+func StdinPipe(cmd *exec.Cmd) (*File, error) { return wrapCmdPipe(cmd, (*exec.Cmd).StdinPipe) }
+
+// StdoutPipe is (*exec.Cmd).StdoutPipe off Linux, as a *File; os/exec's
+// Wait closes it there.
+func StdoutPipe(cmd *exec.Cmd) (*File, error) { return wrapCmdPipe(cmd, (*exec.Cmd).StdoutPipe) }
+
+// StderrPipe is (*exec.Cmd).StderrPipe off Linux, as a *File; os/exec's
+// Wait closes it there.
+func StderrPipe(cmd *exec.Cmd) (*File, error) { return wrapCmdPipe(cmd, (*exec.Cmd).StderrPipe) }
+
+// wrapCmdPipe makes a *File of the *os.File os/exec's pipe method returns.
+func wrapCmdPipe[E io.Closer](cmd *exec.Cmd, pipe func(*exec.Cmd) (E, error)) (*File, error) {
+	if cmd == nil {
+		return nil, errors.New("gatenet: nil *exec.Cmd")
+	}
+	end, err := pipe(cmd)
+	if err != nil {
+		return nil, err
+	}
+	return &File{any(end).(*os.File)}, nil
 }

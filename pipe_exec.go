@@ -1,0 +1,117 @@
+//go:build linux
+
+package gatenet
+
+import (
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gatenet/gatenet/pollfd"
+)
+
+// Pipes for child processes: os/exec's StdinPipe, StdoutPipe and
+// StderrPipe with the parent's end a gatenet File, so a read of a child's
+// output has deadlines, ReadContext, WaitRead, a ReadyQueue, and a Close
+// that unblocks it. os/exec makes the pipe, gives the child its end and
+// closes the parent's copy of that end once the child has started (so EOF
+// comes when the child, and whoever inherited the pipe from it, closes
+// its end), and reports misuse with its own errors. gatenet then takes
+// the parent's end over: a duplicate of it becomes the File, and
+// os/exec's *os.File is closed, so that Wait, which closes os/exec's end,
+// leaves the File open: a read after Wait returns what is left, then
+// io.EOF, and the caller closes the File.
+//
+// A grandchild that inherits the child's end keeps EOF away for as long
+// as it lives, whatever the child does: bound such reads with a deadline
+// (SetReadDeadline) or a context (ReadContext), as a read of any pipe.
+
+// StdinPipe returns the writing end of a pipe that will be connected to
+// cmd's standard input when it starts, as (*exec.Cmd).StdinPipe does, but
+// as a *File: Close gives the child EOF. It must be called before Start;
+// its errors are os/exec's ("exec: Stdin already set", "exec: StdinPipe
+// after process started").
+func StdinPipe(cmd *exec.Cmd) (*File, error) {
+	if cmd == nil {
+		return nil, errNilCmd
+	}
+	w, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	return takeOver(w, "|1")
+}
+
+// StdoutPipe returns the reading end of a pipe that will be connected to
+// cmd's standard output when it starts, as (*exec.Cmd).StdoutPipe does,
+// but as a *File, with no copying goroutine: reads honour deadlines and
+// contexts, and Close unblocks them. Unlike os/exec's, Wait does not
+// close it: read to io.EOF before or after Wait, then Close it. Its
+// errors are os/exec's ("exec: Stdout already set", "exec: StdoutPipe
+// after process started").
+func StdoutPipe(cmd *exec.Cmd) (*File, error) {
+	if cmd == nil {
+		return nil, errNilCmd
+	}
+	r, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	return takeOver(r, "|0")
+}
+
+// StderrPipe is StdoutPipe for cmd's standard error, as
+// (*exec.Cmd).StderrPipe.
+func StderrPipe(cmd *exec.Cmd) (*File, error) {
+	if cmd == nil {
+		return nil, errNilCmd
+	}
+	r, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	return takeOver(r, "|0")
+}
+
+// errNilCmd is the process pipes' error for a nil *exec.Cmd, whose own
+// methods would panic.
+var errNilCmd = errors.New("gatenet: nil *exec.Cmd")
+
+// takeOver makes a File of a duplicate of end, the parent's end of an
+// os/exec pipe, and closes end: os/exec still closes the child's end after
+// Start, and its Wait closes only the *os.File it made. The duplicate
+// shares end's open file description, so it is non-blocking as os.Pipe
+// left it.
+func takeOver(end io.Closer, name string) (*File, error) {
+	defer end.Close()
+	sc, ok := end.(interface {
+		SyscallConn() (syscall.RawConn, error)
+	})
+	if !ok {
+		return nil, errors.New("gatenet: os/exec's pipe end is not an *os.File")
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	nfd := -1
+	var dupErr error
+	if err := rc.Control(func(fd uintptr) {
+		nfd, dupErr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
+	}); err != nil {
+		return nil, err
+	}
+	if dupErr != nil {
+		return nil, os.NewSyscallError("fcntl", dupErr)
+	}
+	f, err := newFile(pollfd.Default(), nfd, name, fileNonblocking)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}

@@ -1,0 +1,290 @@
+//go:build linux
+
+package gatenet_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/gatenet/gatenet"
+	"github.com/gatenet/gatenet/internal/testutil"
+)
+
+// childModeEnv makes the test binary a child program (TestMain runs
+// runChildMode instead of the tests), so that the process-pipe tests need
+// nothing installed.
+const childModeEnv = "GATENET_TEST_CHILD"
+
+// runChildMode is a child's whole life, by mode; it returns the exit code.
+func runChildMode(mode string) int {
+	switch {
+	case mode == "silent": // says nothing until killed
+		time.Sleep(time.Minute)
+	case mode == "echo": // stdin to stdout until EOF
+		io.Copy(os.Stdout, os.Stdin)
+	case strings.HasPrefix(mode, "write:"): // N bytes of the test stream
+		n, _ := strconv.Atoi(strings.TrimPrefix(mode, "write:"))
+		io.CopyN(os.Stdout, testStream(), int64(n))
+		os.Stderr.WriteString("done\n")
+	case mode == "grandchild": // leaves a silent grandchild holding stdout
+		gc := exec.Command(os.Args[0])
+		gc.Env = append(os.Environ(), childModeEnv+"=silent")
+		gc.Stdout = os.Stdout
+		if err := gc.Start(); err != nil {
+			return 1
+		}
+		os.Stdout.WriteString(strconv.Itoa(gc.Process.Pid) + "\n")
+	default:
+		return 2
+	}
+	return 0
+}
+
+// testStream is the bytes "write:N" children send: deterministic, not
+// periodic over a pipe buffer.
+func testStream() io.Reader {
+	return io.LimitReader(&counterReader{}, 1<<40)
+}
+
+type counterReader struct{ i uint32 }
+
+func (r *counterReader) Read(p []byte) (int, error) {
+	for k := range p {
+		r.i = r.i*1664525 + 1013904223
+		p[k] = byte(r.i >> 24)
+	}
+	return len(p), nil
+}
+
+// child is a command re-executing this test binary in mode.
+func child(mode string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), childModeEnv+"="+mode)
+	return cmd
+}
+
+// startWithStdout starts a child in mode with its stdout on a gatenet
+// pipe, killed and waited for when the test ends.
+func startWithStdout(t *testing.T, mode string) (*exec.Cmd, *gatenet.File) {
+	t.Helper()
+	cmd := child(mode)
+	out, err := gatenet.StdoutPipe(cmd)
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		out.Close()
+	})
+	return cmd, out
+}
+
+func TestStdoutPipeDeadline(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	_, out := startWithStdout(t, "silent")
+	require.NoError(t, out.SetReadDeadline(time.Now().Add(50*time.Millisecond)))
+	_, err := out.Read(make([]byte, 8))
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+	var pe *os.PathError
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, "read", pe.Op)
+}
+
+func TestStdoutPipeCloseUnblocks(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	_, out := startWithStdout(t, "silent")
+	done := make(chan error, 1)
+	go func() {
+		_, err := out.Read(make([]byte, 8))
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond) // let it park (either way, Close must end it)
+	require.NoError(t, out.Close())
+	require.ErrorIs(t, <-done, os.ErrClosed)
+}
+
+func TestStdoutPipeReadContext(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	_, out := startWithStdout(t, "silent")
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(20*time.Millisecond, cancel)
+	_, err := out.ReadContext(ctx, make([]byte, 8))
+	require.ErrorIs(t, err, context.Canceled)
+}
+
+// TestStdoutPipeKilledChild: a killed child's pipe reads EOF.
+func TestStdoutPipeKilledChild(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	cmd, out := startWithStdout(t, "silent")
+	require.NoError(t, cmd.Process.Kill())
+	n, err := out.Read(make([]byte, 8))
+	require.Equal(t, 0, n)
+	require.Equal(t, io.EOF, err)
+}
+
+// TestStdoutPipeAfterWait: unlike os/exec's, the pipe outlives Wait: what
+// the child wrote is read after it, byte for byte, then io.EOF.
+func TestStdoutPipeAfterWait(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	const n = 32 << 10 // fits the pipe: the child need not wait for a reader
+	cmd := child("write:" + strconv.Itoa(n))
+	out, err := gatenet.StdoutPipe(cmd)
+	require.NoError(t, err)
+	defer out.Close()
+	errs, err := gatenet.StderrPipe(cmd)
+	require.NoError(t, err)
+	defer errs.Close()
+	require.NoError(t, cmd.Start())
+	require.NoError(t, cmd.Wait())
+	got, err := io.ReadAll(out)
+	require.NoError(t, err)
+	want, _ := io.ReadAll(io.LimitReader(testStream(), n))
+	require.Equal(t, sha256.Sum256(want), sha256.Sum256(got))
+	msg, err := io.ReadAll(errs)
+	require.NoError(t, err)
+	require.Equal(t, "done\n", string(msg))
+}
+
+// TestStdinPipe: what the parent writes reaches the child, and the
+// parent's Close is the child's EOF.
+func TestStdinPipe(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	cmd := child("echo")
+	in, err := gatenet.StdinPipe(cmd)
+	require.NoError(t, err)
+	out, err := gatenet.StdoutPipe(cmd)
+	require.NoError(t, err)
+	defer out.Close()
+	require.NoError(t, cmd.Start())
+	_, err = in.Write([]byte("ping\n"))
+	require.NoError(t, err)
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "ping\n", line)
+	require.NoError(t, in.Close())
+	require.NoError(t, cmd.Wait(), "the child saw EOF on stdin and exited")
+}
+
+// TestStdoutPipeGrandchild: a grandchild that inherited stdout keeps EOF
+// away after the child exits; a deadline bounds the wait, and the
+// grandchild's end is EOF.
+func TestStdoutPipeGrandchild(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	cmd := child("grandchild")
+	out, err := gatenet.StdoutPipe(cmd)
+	require.NoError(t, err)
+	defer out.Close()
+	require.NoError(t, cmd.Start())
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	require.NoError(t, err)
+	gc, err := os.FindProcess(pid)
+	require.NoError(t, err)
+	defer gc.Kill()
+	require.NoError(t, cmd.Wait(), "the child exits; its grandchild does not")
+
+	require.NoError(t, out.SetReadDeadline(time.Now().Add(50*time.Millisecond)))
+	_, err = out.Read(make([]byte, 8))
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded, "no EOF while the grandchild holds the pipe")
+
+	require.NoError(t, gc.Kill())
+	require.NoError(t, out.SetReadDeadline(time.Time{}))
+	_, err = out.Read(make([]byte, 8))
+	require.Equal(t, io.EOF, err)
+	// The grandchild is not ours to wait for; init reaps it.
+}
+
+// TestStdoutPipeNoDescriptorLeaks: the child sees only 0, 1, 2 (and the
+// one its own listing opens), and the parent keeps nothing after Close.
+func TestStdoutPipeNoDescriptorLeaks(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	cmd := exec.Command(sh, "-c", "ls /proc/self/fd")
+	out, err := gatenet.StdoutPipe(cmd)
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	listing, err := io.ReadAll(out)
+	require.NoError(t, err)
+	require.NoError(t, cmd.Wait())
+	require.NoError(t, out.Close())
+	// Besides 0, 1 and 2 the child may hold only what this process itself
+	// inherited without close-on-exec (a test harness's descriptors), and
+	// the one its own listing opens.
+	inherited := map[string]bool{"0": true, "1": true, "2": true}
+	entries, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	for _, e := range entries {
+		fd, _ := strconv.Atoi(e.Name())
+		if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil && flags&unix.FD_CLOEXEC == 0 {
+			inherited[e.Name()] = true
+		}
+	}
+	var extra []string
+	for _, fd := range strings.Fields(string(listing)) {
+		if !inherited[fd] {
+			extra = append(extra, fd)
+		}
+	}
+	require.Len(t, extra, 1, "the child's descriptors: %q; only its listing's may be new", strings.Fields(string(listing)))
+}
+
+func TestProcessPipesMisuse(t *testing.T) {
+	testutil.CheckLeaks(t)
+	// The same errors as os/exec's, for each.
+	type pipeFunc struct {
+		name string
+		ours func(*exec.Cmd) (*gatenet.File, error)
+		std  func(*exec.Cmd) error
+	}
+	for _, p := range []pipeFunc{
+		{"StdinPipe", gatenet.StdinPipe, func(c *exec.Cmd) error { _, err := c.StdinPipe(); return err }},
+		{"StdoutPipe", gatenet.StdoutPipe, func(c *exec.Cmd) error { _, err := c.StdoutPipe(); return err }},
+		{"StderrPipe", gatenet.StderrPipe, func(c *exec.Cmd) error { _, err := c.StderrPipe(); return err }},
+	} {
+		t.Run(p.name, func(t *testing.T) {
+			// Twice: the stream is already set.
+			ours, std := child("silent"), child("silent")
+			f, err := p.ours(ours)
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+			require.NoError(t, p.std(std))
+			_, err = p.ours(ours)
+			require.Error(t, err)
+			require.Equal(t, p.std(std).Error(), err.Error())
+
+			// After Start.
+			started := exec.Command("true")
+			require.NoError(t, started.Start())
+			_, err = p.ours(started)
+			require.Error(t, err)
+			require.Equal(t, p.std(started).Error(), err.Error())
+			require.NoError(t, started.Wait())
+
+			_, err = p.ours(nil)
+			require.Error(t, err)
+		})
+	}
+}
