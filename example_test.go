@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"time"
@@ -601,4 +602,25 @@ func ExampleTCPListener_AcceptContext() {
 	// Output:
 	// true true false
 	// accepted a *gatenet.TCPConn
+}
+
+// StdoutPipe gives a child's output as a gatenet File: a deadline bounds
+// the read, so a child that stops talking (or a grandchild holding the
+// pipe) cannot hang the reader, and Wait leaves the File open.
+func ExampleStdoutPipe() {
+	cmd := exec.Command("echo", "hello from a child")
+	out, err := gatenet.StdoutPipe(cmd)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer out.Close()
+	if err := cmd.Start(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	out.SetReadDeadline(time.Now().Add(10 * time.Second))
+	b, err := io.ReadAll(out)
+	fmt.Printf("%q %v %v\n", b, err, cmd.Wait())
+	// Output: "hello from a child\n" <nil> <nil>
 }

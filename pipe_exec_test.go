@@ -6,6 +6,8 @@ import (
 	"bufio"
 	"context"
 	"crypto/sha256"
+	"errors"
+	"hash"
 	"io"
 	"os"
 	"os/exec"
@@ -286,5 +288,61 @@ func TestProcessPipesMisuse(t *testing.T) {
 			_, err = p.ours(nil)
 			require.Error(t, err)
 		})
+	}
+}
+
+// TestProcessPipesReadyQueue: 100 children's stdout on one ReadyQueue,
+// read by one goroutine that never parks on a stream: every byte arrives,
+// in order, for each child (SHA-256).
+func TestProcessPipesReadyQueue(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 3*time.Minute)
+	const children, size = 100, 64 << 10
+	want := sha256.New()
+	io.CopyN(want, testStream(), size)
+	q := gatenet.NewReadyQueue()
+	defer q.Close()
+	type stream struct {
+		cmd *exec.Cmd
+		f   *gatenet.File
+		h   hash.Hash
+		n   int
+	}
+	streams := map[*gatenet.File]*stream{}
+	for range children {
+		cmd := child("write:" + strconv.Itoa(size))
+		f, err := gatenet.StdoutPipe(cmd)
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		s := &stream{cmd: cmd, f: f, h: sha256.New()}
+		streams[f] = s
+		require.NoError(t, q.Add(f))
+	}
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	buf := make([]byte, 16<<10)
+	for open := children; open > 0; {
+		ctx, stop := context.WithTimeout(context.Background(), time.Minute)
+		p, err := q.Next(ctx)
+		stop()
+		require.NoError(t, err)
+		s := streams[p.(*gatenet.File)]
+		n, err := s.f.ReadContext(done, buf)
+		s.h.Write(buf[:n])
+		s.n += n
+		switch {
+		case err == nil || errors.Is(err, context.Canceled):
+			require.NoError(t, q.Add(s.f))
+		case err == io.EOF:
+			require.NoError(t, s.f.Close())
+			require.NoError(t, s.cmd.Wait())
+			open--
+		default:
+			t.Fatal(err)
+		}
+	}
+	for _, s := range streams {
+		require.Equal(t, size, s.n)
+		require.Equal(t, want.Sum(nil), s.h.Sum(nil))
 	}
 }
