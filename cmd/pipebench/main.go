@@ -19,6 +19,8 @@
 // second and CPU time (getrusage(RUSAGE_SELF), user + system, all threads)
 // per round trip. Bulk: 64 KiB writes streamed through one pipe to a reader
 // goroutine that discards them; MB/s (10^6 bytes) and CPU per MB.
+// Child output: the same writes by a child process to its stdout, read to
+// EOF through os/exec's StdoutPipe or gatenet.StdoutPipe (child_output.go).
 //
 //	go run ./cmd/pipebench -rounds 5 -duration 1s
 package main
@@ -26,6 +28,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/gatenet/gatenet/internal/benchharness"
@@ -36,10 +39,13 @@ const bulkChunk = 64 << 10
 type result = benchharness.Result
 
 func main() {
+	if spec := os.Getenv(writerEnv); spec != "" {
+		os.Exit(runWriter(spec)) // a child-output round's child (child_output.go)
+	}
 	benchharness.Main(benchharness.Command{
 		Name:     "pipebench",
 		Baseline: "os",
-		Modes:    []string{"pingpong", "bulk"},
+		Modes:    []string{"pingpong", "bulk", "child-output"},
 		Parent:   runParent,
 		Child:    runChild,
 	})
@@ -70,18 +76,27 @@ func runParent(h *benchharness.Harness) error {
 	if err != nil {
 		return err
 	}
-	h.Table("Bulk, 64 KiB writes through one pipe", "pipe", res,
-		benchharness.Metric{
-			Header: "MB/s",
-			Value:  func(r result) float64 { return float64(r.Bytes) / r.Seconds / 1e6 },
-			Format: benchharness.Fixed(0),
-		},
-		benchharness.Metric{
-			Header: "CPU µs/MB",
-			Value:  func(r result) float64 { return float64(r.CPUNanos) / (float64(r.Bytes) / 1e6) / 1e3 },
-			Format: benchharness.Fixed(0),
-		})
+	h.Table("Bulk, 64 KiB writes through one pipe", "pipe", res, streamMetrics...)
+	res, err = h.Collect("child-output", bulkChunk)
+	if err != nil {
+		return err
+	}
+	h.Table("Child output, 64 KiB writes to a child's stdout, read to EOF (os/exec's StdoutPipe vs gatenet.StdoutPipe)", "pipe", res, streamMetrics...)
 	return nil
+}
+
+// streamMetrics are a streaming workload's columns.
+var streamMetrics = []benchharness.Metric{
+	{
+		Header: "MB/s",
+		Value:  func(r result) float64 { return float64(r.Bytes) / r.Seconds / 1e6 },
+		Format: benchharness.Fixed(0),
+	},
+	{
+		Header: "CPU µs/MB",
+		Value:  func(r result) float64 { return float64(r.CPUNanos) / (float64(r.Bytes) / 1e6) / 1e3 },
+		Format: benchharness.Fixed(0),
+	},
 }
 
 // ---- child ----
@@ -95,6 +110,8 @@ func runChild(mode, kind string, size int, duration time.Duration) (result, erro
 		return benchharness.PipePingPong(kind, "os", size, duration)
 	case "bulk":
 		return bulk(kind, size, duration)
+	case "child-output":
+		return childOutput(kind, size, duration)
 	}
 	return result{}, fmt.Errorf("unknown -child %q", mode)
 }
