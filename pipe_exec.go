@@ -20,7 +20,8 @@ import (
 // that unblocks it. os/exec makes the pipe, gives the child its end and
 // closes the parent's copy of that end once the child has started (so EOF
 // comes when the child, and whoever inherited the pipe from it, closes
-// its end), and reports misuse with its own errors. gatenet then takes
+// its end), and reports misuse with its own errors. The pipe gets
+// gatenet's default buffer, as Pipe's (PipeConfig). gatenet then takes
 // the parent's end over: a duplicate of it becomes the File, and
 // os/exec's *os.File is closed, so that Wait, which closes os/exec's end,
 // leaves the File open: a read after Wait returns what is left, then
@@ -108,6 +109,7 @@ func takeOver(end io.Closer, name string) (*File, error) {
 	if dupErr != nil {
 		return nil, os.NewSyscallError("fcntl", dupErr)
 	}
+	setPipeSize(nfd, defaultPipeSize) // as Pipe's (pipe.go); os/exec's is the kernel's 64 KiB
 	f, err := newFile(pollfd.Default(), nfd, name, fileNonblocking)
 	if err != nil {
 		f.Close()

@@ -92,6 +92,27 @@ func startWithStdout(t *testing.T, mode string) (*exec.Cmd, *gatenet.File) {
 	return cmd, out
 }
 
+// TestProcessPipesSize: a process pipe has Pipe's default buffer.
+func TestProcessPipesSize(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	_, out := startWithStdout(t, "silent")
+	r, w, err := gatenet.Pipe()
+	require.NoError(t, err)
+	defer r.Close()
+	defer w.Close()
+	size := func(f *gatenet.File) int {
+		rc, err := f.SyscallConn()
+		require.NoError(t, err)
+		var n int
+		require.NoError(t, rc.Control(func(fd uintptr) { n, err = unix.FcntlInt(fd, unix.F_GETPIPE_SZ, 0) }))
+		require.NoError(t, err)
+		return n
+	}
+	require.Equal(t, size(r), size(out))
+	require.Greater(t, size(out), 64<<10, "more than the kernel's default")
+}
+
 func TestStdoutPipeDeadline(t *testing.T) {
 	testutil.CheckLeaks(t)
 	testutil.Watchdog(t, 2*time.Minute)
