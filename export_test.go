@@ -8,6 +8,15 @@ import "github.com/gatenet/gatenet/internal/poll"
 // poller strategy in one process.
 var PipeOn = pipeOn
 
+// PipeConfigOn is PipeConfig.Pipe on a chosen poller.
+var PipeConfigOn = PipeConfig.pipeOn
+
+// DefaultPipeSize is the kernel buffer PipeConfig{} asks for.
+const DefaultPipeSize = defaultPipeSize
+
+// SetPipeSize is the best-effort F_SETPIPE_SZ Pipe and the process pipes use.
+var SetPipeSize = setPipeSize
+
 // SendfileCalls reports how many sendfile(2) calls gatenet has made.
 var SendfileCalls = poll.SendfileCalls
 

@@ -25,7 +25,10 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/gatenet/gatenet/internal/benchharness"
@@ -42,6 +45,17 @@ func main() {
 		Modes:    []string{"pingpong", "bulk"},
 		Parent:   runParent,
 		Child:    runChild,
+		Flags: func() {
+			// The children inherit the environment: the flag travels as
+			// benchharness.PipeSizeEnv.
+			flag.Func("pipesize", "gatenet's pipe buffer in bytes (0: gatenet's default, negative: the kernel's)",
+				func(s string) error {
+					if _, err := strconv.Atoi(s); err != nil {
+						return err
+					}
+					return os.Setenv(benchharness.PipeSizeEnv, s)
+				})
+		},
 	})
 }
 
@@ -49,6 +63,16 @@ func main() {
 
 func runParent(h *benchharness.Harness) error {
 	h.Header("gatenet.Pipe vs os.Pipe")
+	size, err := benchharness.PipeSize()
+	if err != nil {
+		return err
+	}
+	switch {
+	case size == 0:
+		fmt.Printf("gatenet's pipes: PipeConfig{} (the default buffer).\n\n")
+	default:
+		fmt.Printf("gatenet's pipes: PipeConfig{Size: %d}.\n\n", size)
+	}
 	for _, size := range []int{1, 4096} {
 		res, err := h.Collect("pingpong", size)
 		if err != nil {

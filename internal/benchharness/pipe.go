@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/gatenet/gatenet"
@@ -19,15 +20,38 @@ type PipeEnd interface {
 	io.Closer
 }
 
+// PipeSizeEnv names the environment variable that sets gatenet's pipe
+// buffer in NewPipe: PipeConfig.Size in bytes (0 or unset: gatenet's
+// default; negative: the kernel's). Children inherit it from the parent,
+// where cmd/pipebench's -pipesize sets it.
+const PipeSizeEnv = "GATENET_BENCH_PIPESIZE"
+
+// PipeSize returns the PipeConfig.Size PipeSizeEnv asks for.
+func PipeSize() (int, error) {
+	s := os.Getenv(PipeSizeEnv)
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("%s=%q: %v", PipeSizeEnv, s, err)
+	}
+	return n, nil
+}
+
 // NewPipe opens a pipe of kind: baseline (the standard library's name in
 // the calling command: "os" or "net") for os.Pipe, "gatenet" for
-// gatenet.Pipe.
+// gatenet.PipeConfig{Size: PipeSize()}.Pipe().
 func NewPipe(kind, baseline string) (r, w PipeEnd, err error) {
 	switch kind {
 	case baseline:
 		return os.Pipe()
 	case "gatenet":
-		return gatenet.Pipe()
+		size, err := PipeSize()
+		if err != nil {
+			return nil, nil, err
+		}
+		return gatenet.PipeConfig{Size: size}.Pipe()
 	}
 	return nil, nil, fmt.Errorf("unknown -kind %q", kind)
 }
