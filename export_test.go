@@ -8,6 +8,9 @@ import "github.com/gatenet/gatenet/internal/poll"
 // poller strategy in one process.
 var PipeOn = pipeOn
 
+// PipeConfigOn is PipeConfig.Pipe on a chosen poller.
+var PipeConfigOn = PipeConfig.pipeOn
+
 // DefaultPipeSize is the kernel buffer PipeConfig{} asks for.
 const DefaultPipeSize = defaultPipeSize
 

@@ -71,11 +71,14 @@ func newOSPipe(t testing.TB) (r, w *os.File) {
 	return r, w
 }
 
-// newPipeOn is gatenet.PipeOn(p), closed when t ends. Call it after
+// newPipeOn is a gatenet pipe on p with the kernel's buffer (PipeConfig
+// Size -1), os.Pipe's, so that what the tests observe (partial counts,
+// pipeCapacity) compares with os; closed when t ends. Call it after
 // testutil.NewPoller, so the Files close before the poller does.
+// TestPipeSize* and TestPipeDefaultSizeIntegrity cover the default size.
 func newPipeOn(t testing.TB, p *pollfd.Poller) (r, w *gatenet.File) {
 	t.Helper()
-	r, w, err := gatenet.PipeOn(p)
+	r, w, err := gatenet.PipeConfigOn(gatenet.PipeConfig{Size: -1}, p)
 	require.NoError(t, err)
 	closeFilesAtEnd(t, r, w)
 	return r, w
@@ -195,7 +198,7 @@ func fileCloexec(t testing.TB, f fileLike) bool {
 	return fl&unix.FD_CLOEXEC != 0
 }
 
-// pipeCapacity is what a default pipe holds (F_GETPIPE_SZ of a fresh pipe).
+// pipeCapacity is what a pipe with the kernel's default buffer holds (F_GETPIPE_SZ of a fresh pipe).
 const pipeCapacity = 65536
 
 // waitPipeFull waits until the pipe read by r holds pipeCapacity bytes (TIOCINQ, alias FIONREAD):
