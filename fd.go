@@ -250,3 +250,24 @@ func (fd *netFD) newAccepted(s int, rsa unix.Sockaddr) (*netFD, error) {
 	nfd.lazyLocal = true // getsockname(2) when asked (localaddr.go)
 	return nfd, nil
 }
+
+// dupOf duplicates f's descriptor with F_DUPFD_CLOEXEC, under f's own
+// reference (RawConn.Control), for taking over a descriptor another
+// package owns: FileConn's *os.File, os/exec's pipe end.
+func dupOf(f *os.File) (int, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	nfd := -1
+	var dupErr error
+	if err := rc.Control(func(fd uintptr) {
+		nfd, dupErr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
+	}); err != nil {
+		return -1, err
+	}
+	if dupErr != nil {
+		return -1, os.NewSyscallError("fcntl", dupErr)
+	}
+	return nfd, nil
+}

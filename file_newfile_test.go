@@ -87,7 +87,16 @@ type blockingIOObs struct {
 	Size                  int64
 }
 
-func observeBlockingIOFile(t *testing.T, f fileLike, reopen func() fileLike) blockingIOObs {
+// checkBlockingIOFile observes f, a descriptor in blocking mode, and
+// expects what os gives for one (expectBlockingIOFile); reopen opens the
+// same file again for reading.
+func checkBlockingIOFile(t *testing.T, f fileLike, reopen func() (fileLike, error)) blockingIOObs {
+	o := observeBlockingIOFile(t, f, reopen)
+	expectBlockingIOFile(t, o)
+	return o
+}
+
+func observeBlockingIOFile(t *testing.T, f fileLike, reopen func() (fileLike, error)) blockingIOObs {
 	var o blockingIOObs
 	o.SetDL = observeFileErr(f.SetDeadline(time.Now().Add(time.Hour)))
 	o.SetRDL = observeFileErr(f.SetReadDeadline(time.Now().Add(-time.Hour)))
@@ -99,7 +108,8 @@ func observeBlockingIOFile(t *testing.T, f fileLike, reopen func() fileLike) blo
 	buf := make([]byte, 5)
 	n, err := f.ReadAt(buf, 7)
 	o.ReadAt, o.ReadAtErr = string(buf[:n]), observeFileErr(err)
-	g := reopen()
+	g, err := reopen()
+	require.NoError(t, err)
 	all := make([]byte, 64)
 	n, err = g.Read(all)
 	o.ReadBack, o.ReadBackErr = string(all[:n]), observeFileErr(err)
@@ -136,13 +146,7 @@ func TestFileRegularOpenFile(t *testing.T) {
 		f, err := op.open(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 		require.NoError(t, err)
 		closeFilesAtEnd(t, f)
-		o := observeBlockingIOFile(t, f, func() fileLike {
-			g, err := op.open(path, os.O_RDONLY, 0)
-			require.NoError(t, err)
-			return g
-		})
-		expectBlockingIOFile(t, o)
-		return o
+		return checkBlockingIOFile(t, f, func() (fileLike, error) { return op.open(path, os.O_RDONLY, 0) })
 	})
 }
 
@@ -159,13 +163,7 @@ func TestFileRegularNewFile(t *testing.T) {
 		f := op.wrap(uintptr(dup), path)
 		require.NotNil(t, f)
 		closeFilesAtEnd(t, f)
-		o := observeBlockingIOFile(t, f, func() fileLike {
-			g, err := os.Open(path)
-			require.NoError(t, err)
-			return g
-		})
-		expectBlockingIOFile(t, o)
-		return o
+		return checkBlockingIOFile(t, f, func() (fileLike, error) { return os.Open(path) })
 	})
 }
 

@@ -83,9 +83,7 @@ func TestFilePty(t *testing.T) {
 
 		var o ttyObs
 		o.MasterNonblock, o.ReplicaNonblock = fileNonblocking(t, master), fileNonblocking(t, replica)
-		fi, err := master.Stat()
-		require.NoError(t, err)
-		o.MasterMode = fi.Mode().Type()
+		o.MasterMode = fileType(t, master)
 
 		start := time.Now()
 		require.NoError(t, master.SetReadDeadline(start.Add(20*time.Millisecond)))
@@ -144,9 +142,7 @@ func TestFileFIFO(t *testing.T) {
 
 		var o fifoObs
 		o.RNonblock, o.WNonblock = fileNonblocking(t, r), fileNonblocking(t, w)
-		fi, err := r.Stat()
-		require.NoError(t, err)
-		o.Mode = fi.Mode().Type()
+		o.Mode = fileType(t, r)
 
 		start := time.Now()
 		require.NoError(t, r.SetReadDeadline(start.Add(20*time.Millisecond)))

@@ -92,19 +92,9 @@ func (f fileAddr) String() string { return string(f) }
 // newFileNetFD duplicates f's socket (F_DUPFD_CLOEXEC, then O_NONBLOCK)
 // and learns its family, type and addresses from the kernel.
 func newFileNetFD(f *os.File) (*netFD, error) {
-	var s int
-	var err error
-	rc, rerr := f.SyscallConn()
-	if rerr != nil {
-		return nil, rerr
-	}
-	if cerr := rc.Control(func(fd uintptr) {
-		s, err = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
-	}); cerr != nil {
-		return nil, cerr
-	}
+	s, err := dupOf(f)
 	if err != nil {
-		return nil, os.NewSyscallError("fcntl", err)
+		return nil, err
 	}
 	if err := unix.SetNonblock(s, true); err != nil {
 		unix.Close(s)

@@ -216,3 +216,12 @@ func waitPipeFull(t testing.TB, r fileLike) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// fileType is f's type bits (fs.ModeNamedPipe, fs.ModeCharDevice, …), from
+// its Stat.
+func fileType(t *testing.T, f fileLike) fs.FileMode {
+	t.Helper()
+	fi, err := f.Stat()
+	require.NoError(t, err)
+	return fi.Mode().Type()
+}

@@ -7,9 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"syscall"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/gatenet/gatenet/pollfd"
 )
@@ -36,16 +33,7 @@ import (
 // as a *File: Close gives the child EOF. It must be called before Start;
 // its errors are os/exec's ("exec: Stdin already set", "exec: StdinPipe
 // after process started").
-func StdinPipe(cmd *exec.Cmd) (*File, error) {
-	if cmd == nil {
-		return nil, errNilCmd
-	}
-	w, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	return takeOver(w, "|1")
-}
+func StdinPipe(cmd *exec.Cmd) (*File, error) { return processPipe(cmd, (*exec.Cmd).StdinPipe, "|1") }
 
 // StdoutPipe returns the reading end of a pipe that will be connected to
 // cmd's standard output when it starts, as (*exec.Cmd).StdoutPipe does,
@@ -54,28 +42,22 @@ func StdinPipe(cmd *exec.Cmd) (*File, error) {
 // close it: read to io.EOF before or after Wait, then Close it. Its
 // errors are os/exec's ("exec: Stdout already set", "exec: StdoutPipe
 // after process started").
-func StdoutPipe(cmd *exec.Cmd) (*File, error) {
-	if cmd == nil {
-		return nil, errNilCmd
-	}
-	r, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	return takeOver(r, "|0")
-}
+func StdoutPipe(cmd *exec.Cmd) (*File, error) { return processPipe(cmd, (*exec.Cmd).StdoutPipe, "|0") }
 
 // StderrPipe is StdoutPipe for cmd's standard error, as
 // (*exec.Cmd).StderrPipe.
-func StderrPipe(cmd *exec.Cmd) (*File, error) {
+func StderrPipe(cmd *exec.Cmd) (*File, error) { return processPipe(cmd, (*exec.Cmd).StderrPipe, "|0") }
+
+// processPipe is one of them: os/exec's pipe method, then takeOver.
+func processPipe[E io.Closer](cmd *exec.Cmd, pipe func(*exec.Cmd) (E, error), name string) (*File, error) {
 	if cmd == nil {
 		return nil, errNilCmd
 	}
-	r, err := cmd.StderrPipe()
+	end, err := pipe(cmd)
 	if err != nil {
 		return nil, err
 	}
-	return takeOver(r, "|0")
+	return takeOver(end, name)
 }
 
 // errNilCmd is the process pipes' error for a nil *exec.Cmd, whose own
@@ -89,25 +71,13 @@ var errNilCmd = errors.New("gatenet: nil *exec.Cmd")
 // left it.
 func takeOver(end io.Closer, name string) (*File, error) {
 	defer end.Close()
-	sc, ok := end.(interface {
-		SyscallConn() (syscall.RawConn, error)
-	})
+	osf, ok := end.(*os.File)
 	if !ok {
 		return nil, errors.New("gatenet: os/exec's pipe end is not an *os.File")
 	}
-	rc, err := sc.SyscallConn()
+	nfd, err := dupOf(osf)
 	if err != nil {
 		return nil, err
-	}
-	nfd := -1
-	var dupErr error
-	if err := rc.Control(func(fd uintptr) {
-		nfd, dupErr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
-	}); err != nil {
-		return nil, err
-	}
-	if dupErr != nil {
-		return nil, os.NewSyscallError("fcntl", dupErr)
 	}
 	setPipeSize(nfd, defaultPipeSize) // as Pipe's (pipe.go); os/exec's is the kernel's 64 KiB
 	f, err := newFile(pollfd.Default(), nfd, name, fileNonblocking)

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 
 	"github.com/gatenet/gatenet"
 	"github.com/gatenet/gatenet/internal/testutil"
@@ -76,47 +75,46 @@ func child(mode string) *exec.Cmd {
 	return cmd
 }
 
-// startWithStdout starts a child in mode with its stdout on a gatenet
-// pipe, killed and waited for when the test ends.
-func startWithStdout(t *testing.T, mode string) (*exec.Cmd, *gatenet.File) {
+// startChild starts a test: leak checks, a watchdog, and a child in mode
+// with its stdout (and its stdin, if stdin) on gatenet pipes, killed and
+// waited for, and its pipes closed, when the test ends.
+func startChild(t *testing.T, mode string, stdin bool) (cmd *exec.Cmd, in, out *gatenet.File) {
 	t.Helper()
-	cmd := child(mode)
-	out, err := gatenet.StdoutPipe(cmd)
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	cmd = child(mode)
+	var err error
+	if stdin {
+		in, err = gatenet.StdinPipe(cmd)
+		require.NoError(t, err)
+	}
+	out, err = gatenet.StdoutPipe(cmd)
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
 		out.Close()
+		if in != nil {
+			in.Close()
+		}
 	})
-	return cmd, out
+	return cmd, in, out
 }
 
 // TestProcessPipesSize: a process pipe has Pipe's default buffer.
 func TestProcessPipesSize(t *testing.T) {
-	testutil.CheckLeaks(t)
-	testutil.Watchdog(t, 2*time.Minute)
-	_, out := startWithStdout(t, "silent")
+	_, _, out := startChild(t, "silent", false)
 	r, w, err := gatenet.Pipe()
 	require.NoError(t, err)
 	defer r.Close()
 	defer w.Close()
-	size := func(f *gatenet.File) int {
-		rc, err := f.SyscallConn()
-		require.NoError(t, err)
-		var n int
-		require.NoError(t, rc.Control(func(fd uintptr) { n, err = unix.FcntlInt(fd, unix.F_GETPIPE_SZ, 0) }))
-		require.NoError(t, err)
-		return n
-	}
-	require.Equal(t, size(r), size(out))
-	require.Greater(t, size(out), 64<<10, "more than the kernel's default")
+	require.Equal(t, pipeBufSize(t, r), pipeBufSize(t, out))
+	require.Greater(t, pipeBufSize(t, out), kernelPipeSize(t), "more than the kernel's default")
 }
 
 func TestStdoutPipeDeadline(t *testing.T) {
-	testutil.CheckLeaks(t)
-	testutil.Watchdog(t, 2*time.Minute)
-	_, out := startWithStdout(t, "silent")
+	_, _, out := startChild(t, "silent", false)
 	require.NoError(t, out.SetReadDeadline(time.Now().Add(50*time.Millisecond)))
 	_, err := out.Read(make([]byte, 8))
 	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
@@ -126,9 +124,7 @@ func TestStdoutPipeDeadline(t *testing.T) {
 }
 
 func TestStdoutPipeCloseUnblocks(t *testing.T) {
-	testutil.CheckLeaks(t)
-	testutil.Watchdog(t, 2*time.Minute)
-	_, out := startWithStdout(t, "silent")
+	_, _, out := startChild(t, "silent", false)
 	done := make(chan error, 1)
 	go func() {
 		_, err := out.Read(make([]byte, 8))
@@ -140,9 +136,7 @@ func TestStdoutPipeCloseUnblocks(t *testing.T) {
 }
 
 func TestStdoutPipeReadContext(t *testing.T) {
-	testutil.CheckLeaks(t)
-	testutil.Watchdog(t, 2*time.Minute)
-	_, out := startWithStdout(t, "silent")
+	_, _, out := startChild(t, "silent", false)
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(20*time.Millisecond, cancel)
 	_, err := out.ReadContext(ctx, make([]byte, 8))
@@ -151,9 +145,7 @@ func TestStdoutPipeReadContext(t *testing.T) {
 
 // TestStdoutPipeKilledChild: a killed child's pipe reads EOF.
 func TestStdoutPipeKilledChild(t *testing.T) {
-	testutil.CheckLeaks(t)
-	testutil.Watchdog(t, 2*time.Minute)
-	cmd, out := startWithStdout(t, "silent")
+	cmd, _, out := startChild(t, "silent", false)
 	require.NoError(t, cmd.Process.Kill())
 	n, err := out.Read(make([]byte, 8))
 	require.Equal(t, 0, n)
@@ -187,16 +179,8 @@ func TestStdoutPipeAfterWait(t *testing.T) {
 // TestStdinPipe: what the parent writes reaches the child, and the
 // parent's Close is the child's EOF.
 func TestStdinPipe(t *testing.T) {
-	testutil.CheckLeaks(t)
-	testutil.Watchdog(t, 2*time.Minute)
-	cmd := child("echo")
-	in, err := gatenet.StdinPipe(cmd)
-	require.NoError(t, err)
-	out, err := gatenet.StdoutPipe(cmd)
-	require.NoError(t, err)
-	defer out.Close()
-	require.NoError(t, cmd.Start())
-	_, err = in.Write([]byte("ping\n"))
+	cmd, in, out := startChild(t, "echo", true)
+	_, err := in.Write([]byte("ping\n"))
 	require.NoError(t, err)
 	line, err := bufio.NewReader(out).ReadString('\n')
 	require.NoError(t, err)
@@ -209,13 +193,7 @@ func TestStdinPipe(t *testing.T) {
 // away after the child exits; a deadline bounds the wait, and the
 // grandchild's end is EOF.
 func TestStdoutPipeGrandchild(t *testing.T) {
-	testutil.CheckLeaks(t)
-	testutil.Watchdog(t, 2*time.Minute)
-	cmd := child("grandchild")
-	out, err := gatenet.StdoutPipe(cmd)
-	require.NoError(t, err)
-	defer out.Close()
-	require.NoError(t, cmd.Start())
+	cmd, _, out := startChild(t, "grandchild", false)
 	line, err := bufio.NewReader(out).ReadString('\n')
 	require.NoError(t, err)
 	pid, err := strconv.Atoi(strings.TrimSpace(line))
@@ -256,15 +234,7 @@ func TestStdoutPipeNoDescriptorLeaks(t *testing.T) {
 	// Besides 0, 1 and 2 the child may hold only what this process itself
 	// inherited without close-on-exec (a test harness's descriptors), and
 	// the one its own listing opens.
-	inherited := map[string]bool{"0": true, "1": true, "2": true}
-	entries, err := os.ReadDir("/proc/self/fd")
-	require.NoError(t, err)
-	for _, e := range entries {
-		fd, _ := strconv.Atoi(e.Name())
-		if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil && flags&unix.FD_CLOEXEC == 0 {
-			inherited[e.Name()] = true
-		}
-	}
+	inherited := testutil.InheritedFDs(t)
 	var extra []string
 	for _, fd := range strings.Fields(string(listing)) {
 		if !inherited[fd] {

@@ -11,11 +11,13 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 
 	"github.com/gatenet/gatenet"
 	"github.com/gatenet/gatenet/internal/envconf"
@@ -76,6 +78,25 @@ func OpenFDs(t testing.TB) int {
 		t.Fatalf("reading /proc/self/fd: %v", err)
 	}
 	return len(ents) - 1
+}
+
+// InheritedFDs returns the descriptors of this process that a child it
+// starts inherits: 0, 1, 2 and every other one without close-on-exec (a
+// test harness's, for one), by number as /proc/self/fd names them.
+func InheritedFDs(t testing.TB) map[string]bool {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatalf("reading /proc/self/fd: %v", err)
+	}
+	fds := map[string]bool{"0": true, "1": true, "2": true}
+	for _, e := range ents {
+		fd, _ := strconv.Atoi(e.Name())
+		if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil && flags&unix.FD_CLOEXEC == 0 {
+			fds[e.Name()] = true
+		}
+	}
+	return fds
 }
 
 // CheckLeaks records the open-descriptor count now and, when the test ends,
