@@ -19,7 +19,7 @@ package pollfd
 //
 // The race detector cannot watch this (the unlock function runs on the
 // system stack, where its atomics would crash it); race builds use a
-// channel instead (sema_chan.go). The gate's protocol (gate.go) is the
+// sync.Mutex instead (sema_race.go). The gate's protocol (gate.go) is the
 // same over both, and is what the race tests check.
 
 import (
