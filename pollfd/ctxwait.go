@@ -85,6 +85,9 @@ func (d *Desc) ctxGate(g *gate) *ctxGate {
 // this gate's contexts are one per call (see the top of this file), or
 // nil: this wait selects. Called with mu held.
 func (d *Desc) ctxGateFor(ctx context.Context, g *gate) *ctxGate {
+	if g.durable {
+		return nil // a durable park selects on Done: a cancellation from outside the bubble cannot wake it (bubble.go)
+	}
 	done := ctx.Done()
 	cg := d.ctxGate(g)
 	again := cg.last == done

@@ -30,6 +30,15 @@ package pollfd
 // a descriptor that never has one (an idle connection) carries a nil
 // pointer, not the timer's state. Until a gateTimer exists no timer can be
 // pending, so there is no generation to bump.
+//
+// Two clocks. A deadline set in a synctest bubble runs on the bubble's
+// fake clock (time.AfterFunc made there is the bubble's, and fires in the
+// bubble), one set outside on the real clock; a timer cannot move between
+// them (the runtime throws when a goroutine outside the bubble resets or
+// stops a bubble's timer). So a gate's timer remembers its clock (fake),
+// a deadline set on the other clock gets a new timer, and a callback of a
+// timer no longer the gate's is stale (timers). A durable park (bubble.go)
+// needs its deadline on the fake clock.
 
 import (
 	"math"
@@ -41,8 +50,10 @@ import (
 type gateTimer struct {
 	seq      uint32 // deadline generation (it never wraps within a timer's callback)
 	armed    uint32 // seq the timer was last armed for
-	deadline int64  // monotonic ns since clockBase; 0: none
+	deadline int64  // ns since clockBase on the timer's clock; 0: none
 	timer    *time.Timer
+	timers   uint32 // timers made for this gate; a callback of an earlier one is stale
+	fake     bool   // timer runs on a synctest bubble's clock
 }
 
 // cancel disarms the timer and moves the generation on, so a callback
@@ -53,7 +64,18 @@ func (gt *gateTimer) cancel() {
 	}
 	gt.seq++
 	gt.deadline = 0
-	if gt.timer != nil {
+	gt.stop()
+}
+
+// stop stops the timer. A bubble's timer can be stopped only from its
+// bubble (the runtime throws otherwise): from outside, it is dropped
+// instead, and its callback, when the bubble's clock gets there, is stale.
+func (gt *gateTimer) stop() {
+	switch {
+	case gt.timer == nil:
+	case gt.fake && !inBubble():
+		gt.timer = nil
+	default:
 		gt.timer.Stop()
 	}
 }
@@ -62,7 +84,8 @@ func (gt *gateTimer) cancel() {
 var clockBase = time.Now()
 
 // nanotime is monotonic nanoseconds since clockBase: wall-clock jumps do not
-// move a deadline.
+// move a deadline. In a synctest bubble it is the bubble's fake clock's
+// distance from clockBase, which only the bubble's timers compare with.
 func nanotime() int64 { return int64(time.Since(clockBase)) }
 
 // SetDeadline sets the deadline for mode (ModeRead, ModeWrite or
@@ -72,14 +95,16 @@ func (d *Desc) SetDeadline(t time.Time, mode Mode) error {
 	if mode != ModeRead && mode != ModeWrite && mode != ModeReadWrite {
 		return ErrInvalidMode
 	}
+	wall := time.Now()
 	var rel time.Duration // 0: clear; < 0: expired; > 0: arm
 	if !t.IsZero() {
-		rel = time.Until(t)
+		rel = t.Sub(wall)
 		if rel == 0 {
 			rel = -1 // "now" must not read as "no deadline"
 		}
 	}
-	now := nanotime()
+	now := int64(wall.Sub(clockBase))
+	fake := isBubbleTime(wall)
 	woke := 0
 	d.mu.Lock()
 	if d.is(descClosing) {
@@ -87,12 +112,12 @@ func (d *Desc) SetDeadline(t time.Time, mode Mode) error {
 		return ErrClosing
 	}
 	if mode != ModeWrite {
-		if d.setDeadlineLocked(&d.rg, rel, now) {
+		if d.setDeadlineLocked(&d.rg, rel, now, fake) {
 			woke++
 		}
 	}
 	if mode != ModeRead {
-		if d.setDeadlineLocked(&d.wg, rel, now) {
+		if d.setDeadlineLocked(&d.wg, rel, now, fake) {
 			woke++
 		}
 	}
@@ -104,8 +129,9 @@ func (d *Desc) SetDeadline(t time.Time, mode Mode) error {
 }
 
 // setDeadlineLocked applies one direction's new deadline and reports
-// whether it woke a waiter. Called with mu held.
-func (d *Desc) setDeadlineLocked(g *gate, rel time.Duration, now int64) bool {
+// whether it woke a waiter; fake says the caller is in a synctest bubble,
+// whose clock now is on. Called with mu held.
+func (d *Desc) setDeadlineLocked(g *gate, rel time.Duration, now int64, fake bool) bool {
 	switch {
 	case rel == 0:
 		g.dl.cancel()
@@ -128,20 +154,28 @@ func (d *Desc) setDeadlineLocked(g *gate, rel time.Duration, now int64) bool {
 		gt.deadline = math.MaxInt64
 	}
 	gt.armed = gt.seq
+	if gt.timer != nil && gt.fake != fake {
+		gt.stop() // a timer of the other clock: a new one, made on the caller's
+		gt.timer = nil
+	}
 	if gt.timer == nil {
-		gt.timer = time.AfterFunc(rel, func() { d.deadlineFired(g) })
+		gt.timers++
+		made := gt.timers
+		gt.fake = fake
+		gt.timer = time.AfterFunc(rel, func() { d.deadlineFired(g, made) })
 	} else {
 		gt.timer.Reset(rel)
 	}
 	return false
 }
 
-// deadlineFired is the timer callback: netpolldeadlineimpl.
-func (d *Desc) deadlineFired(g *gate) {
+// deadlineFired is the timer callback: netpolldeadlineimpl. made is the
+// timer's number among the gate's timers.
+func (d *Desc) deadlineFired(g *gate, made uint32) {
 	now := nanotime()
 	d.mu.Lock()
 	gt := g.dl // made before the timer was
-	if d.is(descClosing) || gt.armed != gt.seq || gt.deadline == 0 || now < gt.deadline {
+	if d.is(descClosing) || gt.timers != made || gt.armed != gt.seq || gt.deadline == 0 || now < gt.deadline {
 		d.mu.Unlock() // stale: re-armed, cleared or unblocked since
 		return
 	}

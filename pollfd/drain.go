@@ -155,10 +155,14 @@ func (l *drainLoop) registered(s *shard) {
 		l.alive.Lock() // a loop that has just decided to exit may still hold it
 		s.stats.drainStarts.Add(1)
 		s.stats.drainLoops.Add(1)
+		run := l.runNested
 		if s.poller.opts.Strategy == Dedicated {
-			go l.runDedicated(s)
+			run = l.runDedicated
+		}
+		if inBubble() {
+			goOutsideBubble(func() { run(s) })
 		} else {
-			go l.runNested(s)
+			go run(s)
 		}
 	}
 	l.mu.Unlock()

@@ -28,6 +28,9 @@ package pollfd
 //	         poller (Options.RuntimePark; slots.go). Set with waiting and
 //	         the slot, both cleared by the waker that clears waiting, or by
 //	         the waiter withdrawing.
+//	durable  the park is durable, in a synctest bubble (bubble.go): chosen
+//	         by settleLocked, under mu, right before the park; only the
+//	         bubble's goroutines wake it, never an edge.
 //	woken    set by the waker that clears waiting, which also adds one to
 //	         the shard's runnable count; cleared, and the count taken back,
 //	         by the waiter when it runs again (resumedLocked), whatever it
@@ -44,6 +47,9 @@ package pollfd
 //	closing  set once by Unblock, never cleared.
 //	closed   set once by Close.
 //	eventErr the last event was exactly EPOLLERR; any other event clears it.
+//	bubble   opened in a synctest bubble; durable: its waits may park
+//	         durably (bubble.go). Set under mu; durable cleared by
+//	         neverDurable.
 //	inSet    the descriptor is in the epoll set: from Open on, or, opened
 //	         with OpenLazy, from its first wait or watch (join), set right
 //	         after the EPOLL_CTL_ADD; Close deletes it from the set only
@@ -175,6 +181,8 @@ const (
 	descClosed
 	descEventErr
 	descInSet
+	descBubble  // opened in a synctest bubble (bubble.go)
+	descDurable // its waits may park durably (bubble.go)
 )
 
 // is reports whether state bit b is set.
@@ -201,6 +209,7 @@ type gate struct {
 	selected bool       // the current park is on the altPark's wake, not sema
 	inSlot   bool       // the current park is in the altPark's slot (slots.go)
 	woken    bool       // a waker cleared waiting; the waiter has not run since (shard.runnable)
+	durable  bool       // the current park is durable, on the altPark's bubble channel (bubble.go)
 	sema     parkSema   // the plain park (sema_runtime.go)
 	dl       *gateTimer // the deadline's timer (deadline.go); made by the first deadline in the future
 }
@@ -212,7 +221,7 @@ type Desc struct {
 	token uint64 // set by table.insert before publication; immutable
 	fd    int32
 
-	state  atomic.Uint32 // descClosing, descClosed, descEventErr, descInSet
+	state  atomic.Uint32 // descClosing, descClosed, descEventErr, descInSet, descBubble, descDurable
 	mu     sync.Mutex
 	rg, wg gate
 	ext    *descExt // made on first use (see the top of this file)
@@ -225,12 +234,16 @@ type Desc struct {
 type descExt struct {
 	watch watch // ReadyList membership (ready.go); list nil: not watched
 	r, w  altPark
+	peer  *Desc // the other end, in a synctest bubble (bubble.go)
 }
 
 // altPark is a gate's park media other than its semaphore.
 type altPark struct {
 	wake chan struct{} // a park that selects on a context too; capacity 1, made on first use
 	slot *parkSlot     // the slot of the current park in the runtime's poller (slots.go)
+	// bubble is a durable park's medium, made in the bubble by the gate's
+	// first durable park (bubble.go); capacity 1.
+	bubble chan struct{}
 }
 
 // extLocked returns d's descExt, making it. Called with mu held.
@@ -391,7 +404,10 @@ func (d *Desc) wait(mode Mode, busy bool) error {
 			return err
 		}
 		var s *parkSlot
-		if d.shard.runtimePark && !busy {
+		switch {
+		case g.dl != nil && g.dl.fake:
+			s = d.realClockSlotLocked(g) // a deadline set in a bubble (bubble.go)
+		case d.shard.runtimePark && !busy && !g.durable:
 			s = d.shard.parkSlots.get()
 		}
 		d.parkLocked(g, s, nil)
@@ -432,6 +448,10 @@ func (d *Desc) settleLocked(mode Mode, g *gate) (done bool, err error) {
 	if w := d.watchLocked(); w != nil && g == &d.rg && !w.queued {
 		w.armed = true // a read hit EAGAIN: the next edge is news (ready.go)
 	}
+	g.durable = false
+	if d.is(descDurable) && d.durableLocked(mode, g) {
+		return true, nil // ready after all: retry the system call
+	}
 	return false, nil
 }
 
@@ -449,7 +469,7 @@ func (d *Desc) deliver(events uint32) {
 	d.setLocked(descEventErr, events == unix.EPOLLERR)
 	if events&readEvents != 0 {
 		d.rg.ready = true
-		if d.wakeLocked(&d.rg) {
+		if d.wakeEdgeLocked(&d.rg) {
 			woke++
 			if w := d.watchLocked(); w != nil {
 				w.armed = false // the parked reader owns this edge
@@ -460,7 +480,7 @@ func (d *Desc) deliver(events uint32) {
 	}
 	if events&writeEvents != 0 {
 		d.wg.ready = true
-		if d.wakeLocked(&d.wg) {
+		if d.wakeEdgeLocked(&d.wg) {
 			woke++
 		}
 	}
@@ -481,7 +501,7 @@ func (d *Desc) kick(mode Mode) {
 	d.mu.Lock()
 	g := d.gate(mode)
 	g.ready = true
-	if d.wakeLocked(g) {
+	if d.wakeEdgeLocked(g) {
 		d.shard.stats.wakeupsKick.Add(1)
 	}
 	d.mu.Unlock()

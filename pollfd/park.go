@@ -36,7 +36,7 @@ package pollfd
 //
 //	sema    the gate's parkSema: the runtime's gopark, readied by goready
 //	        (sema_runtime.go); in race builds a channel of capacity one
-//	        (sema_chan.go). Every park that uses no other medium.
+//	        (sema_race.go). Every park that uses no other medium.
 //	slot    a park slot (slots.go): the waiter sleeps in an eventfd's
 //	        RawConn.Read, in the runtime's poller, and the token is an
 //	        eventfd write. Waits no context can cancel, with
@@ -45,6 +45,10 @@ package pollfd
 //	select  the altPark's wake channel (capacity one), in a select with the
 //	        context's Done channel: cancellable waits whose contexts come
 //	        one per call (ctxwait.go).
+//	durable the altPark's bubble channel (capacity one, made in a synctest
+//	        bubble), alone or in a select with the context's Done channel:
+//	        a park the bubble counts as durably blocked, which only the
+//	        bubble's goroutines wake (bubble.go).
 //
 // The sequence is parkLocked, for every park: wait's and waitCancelable's
 // loops call it once they must park. What a parked goroutine keeps on its
@@ -88,6 +92,12 @@ func (d *Desc) parkLocked(g *gate, s *parkSlot, done <-chan struct{}) (ended boo
 //go:noinline
 func (d *Desc) publishLocked(g *gate, s *parkSlot, done <-chan struct{}) (wake chan struct{}) {
 	switch {
+	case g.durable: // durableLocked chose it; never with a slot (wait)
+		a := d.altLocked(g)
+		if a.bubble == nil {
+			a.bubble = make(chan struct{}, 1) // made in the bubble: a durable receive
+		}
+		wake = a.bubble
 	case s != nil:
 		s.d, s.g = d, g
 		d.altLocked(g).slot, g.inSlot = s, true
@@ -110,12 +120,15 @@ func (d *Desc) publishLocked(g *gate, s *parkSlot, done <-chan struct{}) (wake c
 //
 //go:noinline
 func (d *Desc) unparkLocked(g *gate, s *parkSlot, wake chan struct{}, ended bool) {
-	g.selected = false
+	g.selected, g.durable = false, false
 	switch {
 	case g.waiting: // nobody claimed the park: withdraw it
 		g.waiting = false
 		if s != nil {
 			g.inSlot, d.altLocked(g).slot = false, nil
+			if s.deadline {
+				d.realDeadlineLocked(g, s) // its read deadline ended it
+			}
 		}
 		if ended {
 			d.shard.stats.canceled.Add(1)
@@ -123,7 +136,11 @@ func (d *Desc) unparkLocked(g *gate, s *parkSlot, wake chan struct{}, ended bool
 	case ended:
 		<-wake // a waker claimed the park too, and gave its token under mu
 	}
-	if s != nil {
+	switch {
+	case s == nil:
+	case s.deadline:
+		s.file.Close() // no waker holds it: the park is claimed or withdrawn
+	default:
 		d.shard.parkSlots.put(s)
 	}
 }
@@ -134,6 +151,10 @@ func (d *Desc) unparkLocked(g *gate, s *parkSlot, wake chan struct{}, ended bool
 //
 //go:noinline
 func sleepOrDone(wake chan struct{}, done <-chan struct{}) bool {
+	if done == nil { // a durable park without a context
+		<-wake
+		return false
+	}
 	select {
 	case <-wake:
 		return false
@@ -156,8 +177,8 @@ func (d *Desc) resumedLocked(g *gate) {
 // to g's parked waiter, on the medium the waiter published. Called with mu
 // held; reports whether a waiter was woken.
 func (d *Desc) wakeLocked(g *gate) bool {
-	if !g.waiting {
-		return false
+	if !g.waiting || (g.durable && !inBubble()) {
+		return false // no park, or a durable one a goroutine outside its bubble may not wake (bubble.go)
 	}
 	g.waiting = false
 	g.woken = true
@@ -168,10 +189,22 @@ func (d *Desc) wakeLocked(g *gate) bool {
 		s := a.slot
 		g.inSlot, a.slot = false, nil
 		s.signal()
+	case g.durable:
+		d.altLocked(g).bubble <- struct{}{} // never blocks, as wake's
 	case g.selected:
 		d.altLocked(g).wake <- struct{}{} // never blocks: one token per park, capacity 1
 	default:
 		g.sema.wake()
 	}
 	return true
+}
+
+// wakeEdgeLocked is wakeLocked for the drain loop's edges, a harvest's
+// and kicks: they never wake a durable park, which the bubble's own
+// goroutines wake (bubble.go); the edge stays in ready.
+func (d *Desc) wakeEdgeLocked(g *gate) bool {
+	if g.durable {
+		return false
+	}
+	return d.wakeLocked(g)
 }

@@ -45,7 +45,14 @@ type ReadyList struct {
 
 // NewReadyList returns an empty list.
 func NewReadyList() *ReadyList {
-	return &ReadyList{notify: make(chan struct{}, 1)}
+	newNotify := func() chan struct{} { return make(chan struct{}, 1) }
+	if inBubble() {
+		// The drain loop, outside the bubble, sends on it: a channel of
+		// the bubble would be refused (bubble.go). So Next's waits are
+		// not durable.
+		return &ReadyList{notify: madeOutsideBubble(newNotify)}
+	}
+	return &ReadyList{notify: newNotify()}
 }
 
 // watch is a Desc's membership of a ReadyList, guarded by the Desc's mu.

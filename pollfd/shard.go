@@ -85,6 +85,9 @@ func (s *shard) open(fd int, lazy bool) (*Desc, error) {
 		return nil, os.NewSyscallError("epoll_ctl", unix.EBADF)
 	}
 	d := &Desc{shard: s, fd: int32(fd)}
+	if inBubble() {
+		d.state.Store(descBubble)
+	}
 	if !s.table.insert(d) {
 		return nil, os.NewSyscallError("epoll_ctl", unix.ENOSPC)
 	}

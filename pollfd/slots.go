@@ -73,6 +73,10 @@ type parkSlot struct {
 	d     *Desc
 	g     *gate
 	woken func(uintptr) bool // s.wokenFn, bound once: parking allocates nothing
+	// deadline: a slot of one park's own, not the shard's, whose read
+	// deadline is the gate's deadline generation dl (bubble.go).
+	deadline bool
+	dl       uint32
 }
 
 // parkSlots is a shard's free list of slots.

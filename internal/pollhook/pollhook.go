@@ -10,3 +10,19 @@ package pollhook
 // Set by pollfd's init, before any package importing pollfd initializes;
 // internal/poll asserts it once into a typed variable.
 var Kick any
+
+// The bubble hooks, pollfd's durable parks in testing/synctest bubbles
+// (pollfd/bubble.go), typed as Kick is:
+//
+//	InBubble      func(*pollfd.Desc) bool: the Desc was opened in a bubble.
+//	Pair          func(a, b *pollfd.Desc) bool: a and b are the two ends of
+//	              one connection or pipe; reports whether both were opened
+//	              in a bubble and so were paired.
+//	AcceptDurably func(*pollfd.Desc): a listener of a bubble.
+//	NeverDurable  func(*pollfd.Desc): the Desc's waits never park durably.
+//	WakePeer      func(*pollfd.Desc, pollfd.Mode): after a system call in
+//	              mode succeeded, wake the peer's durable waiter it may
+//	              have readied (ModeReadWrite: after a shutdown or close).
+//	WakeDurable   func(*pollfd.Desc, pollfd.Mode): wake the Desc's own
+//	              durable waiters in mode (a dial wakes its listener).
+var InBubble, Pair, AcceptDurably, NeverDurable, WakePeer, WakeDurable any

@@ -1,0 +1,336 @@
+//go:build linux
+
+package pollfd
+
+// Durable parks: fake time for real descriptors in a testing/synctest
+// bubble.
+//
+// A bubble's clock moves only when every goroutine in it is durably
+// blocked: blocked on something that only another goroutine of the bubble
+// can end (a channel made in it, a timer of its clock, a sync.Cond). A
+// goroutine parked on a gate is not, since the drain loop (outside every
+// bubble) wakes it when the kernel reports readiness; so a bubble that
+// waits on I/O never idles, and its deadlines never fire. The runtime
+// cannot do better for net's descriptors, because it cannot know who will
+// make them ready. gatenet can, for the descriptors it made: it knows both
+// ends of a connection or a pipe, and it makes every system call on them.
+//
+// The rule. A wait parks durably when all of these hold (durableLocked,
+// under mu, in the same lock acquisition as the park, right after
+// settleLocked found nothing to consume):
+//
+//   - d is durable: opened in a bubble (descBubble) and then either paired
+//     with its peer, the other end of the same loopback connection or
+//     pipe, also opened in a bubble (pair: the root package finds the two
+//     ends), or a listener of the bubble that a dial of the bubble has
+//     reached (acceptDurably);
+//   - the waiting goroutine is in a bubble;
+//   - the gate's deadline, if armed, is on a timer of a bubble's clock;
+//   - poll(2) with a zero timeout says the descriptor is not ready in
+//     mode: nothing is pending in the kernel;
+//   - nothing is in flight towards it that the kernel has not delivered
+//     (inFlight: on TCP, bytes the peer sent that d has not received, or,
+//     for a write, segments d sent that are not yet acknowledged).
+//
+// Otherwise the wait parks as outside a bubble, and the drain loop wakes it.
+//
+// Who wakes a durable park. Only goroutines of the bubble may (the runtime
+// throws on a wake from outside), so the drain loop and a harvest never
+// do (wakeEdgeLocked): the edge they see is recorded in ready, as ever.
+// The bubble's own goroutines do: after each system call that may make a
+// peer ready — a read (room for the peer's writes), a write (data), a
+// shutdown or close (end of stream) — the descriptor layer calls wakePeer,
+// which wakes the peer's durable waiter in the other direction; a dial
+// wakes the listener it reached (wakeDurable); and deadlines set in the
+// bubble, contexts cancelled in it and Close by its goroutines wake as
+// they always do, since they run in the bubble. wakeLocked refuses a
+// durable park's wake to a goroutine outside every bubble.
+//
+// Why no wake is lost. The waker's system call happens before its wake,
+// and both the wake and the waiter's poll(2) run under the peer's mu: a
+// wake that comes before the waiter's lock acquisition finds the kernel
+// already ready when the waiter polls; one that comes after finds waiting
+// set and the park durable, and gives the token. So a write in a bubble
+// has woken its reader before the writer can block on anything, and the
+// bubble is never idle while a reader could run.
+//
+// Why the kernel can be trusted to be done. On a Unix socket and a pipe,
+// write(2) queues the data on the reader's side before it returns. On TCP
+// over loopback the segment is handed to the loopback device, whose
+// receive work runs as a softirq on the writer's own CPU when the send
+// path re-enables bottom halves, still inside write(2): by the time the
+// writer wakes the peer, the bytes are readable. Only when softirqs are
+// overloaded does the kernel defer them to ksoftirqd; inFlight sees that
+// case (TCP_INFO: bytes sent against bytes received, unacknowledged
+// segments) and the wait parks non-durably, so the drain loop delivers the
+// late edge. What inFlight cannot see is a connection still in the
+// listener's handshake and a FIN still in flight; docs/DESIGN.md says what
+// follows if either is ever deferred.
+//
+// A descriptor whose peer is outside the bubble — another process, a
+// descriptor made outside it or by net, a file from NewFile — is never
+// paired, so it never parks durably: its bubble does not idle while it
+// waits, as with net. A listener of a bubble parks durably once a dial of
+// the bubble has reached it; a connection from outside the bubble is then
+// accepted when a goroutine of the bubble next wakes it (its next dial, a
+// deadline, Close), which is why such a listener is for the bubble's
+// dials.
+
+import (
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gatenet/gatenet/internal/pollhook"
+)
+
+func init() {
+	pollhook.InBubble = (*Desc).inBubble
+	pollhook.Pair = pair
+	pollhook.AcceptDurably = (*Desc).acceptDurably
+	pollhook.NeverDurable = (*Desc).neverDurable
+	pollhook.WakePeer = (*Desc).wakePeer
+	pollhook.WakeDurable = (*Desc).wakeDurable
+}
+
+// inBubble reports whether the calling goroutine is in a synctest bubble:
+// there, and only there, time.Now carries no monotonic clock reading (the
+// runtime's fake clock has none), and Round(0), which strips it, changes
+// nothing.
+func inBubble() bool {
+	return isBubbleTime(time.Now())
+}
+
+// isBubbleTime reports whether now, a time.Now result, came from a bubble's
+// clock.
+func isBubbleTime(now time.Time) bool { return now == now.Round(0) }
+
+// inBubble reports whether d was opened in a bubble.
+func (d *Desc) inBubble() bool { return d.is(descBubble) }
+
+// pair makes a and b, the two ends of one connection or pipe, each other's
+// peer, if both were opened in a bubble, and reports whether it did. From
+// then on their waits may park durably.
+func pair(a, b *Desc) bool {
+	if a == b || !a.is(descBubble) || !b.is(descBubble) {
+		return false
+	}
+	a.setPeer(b)
+	b.setPeer(a)
+	return true
+}
+
+// setPeer makes p d's peer. A waiter parked already, before the pairing
+// (a dialled end's first read can come before its peer is accepted), is
+// woken to park again, durably this time.
+func (d *Desc) setPeer(p *Desc) {
+	d.mu.Lock()
+	if !d.is(descClosing) {
+		d.extLocked().peer = p
+		d.setLocked(descDurable, true)
+		d.repark()
+	}
+	d.mu.Unlock()
+}
+
+// repark wakes both gates' waiters without readiness, so that each
+// settles again and parks by the current rule: after d has become durable,
+// or stopped being so. Called with mu held.
+func (d *Desc) repark() {
+	d.wakeLocked(&d.rg)
+	d.wakeLocked(&d.wg)
+}
+
+// acceptDurably marks d, a listening socket opened in a bubble, as one
+// whose accepts park durably (see the top of this file).
+func (d *Desc) acceptDurably() {
+	d.mu.Lock()
+	if d.is(descBubble) && !d.is(descClosing) {
+		d.setLocked(descDurable, true)
+		d.repark()
+	}
+	d.mu.Unlock()
+}
+
+// neverDurable makes d park as outside a bubble from now on: the fault
+// layer's delays end on timers of the real clock.
+func (d *Desc) neverDurable() {
+	d.mu.Lock()
+	d.setLocked(descDurable, false)
+	d.repark()
+	d.mu.Unlock()
+}
+
+// wakePeer is called after a system call on d in mode succeeded: it wakes
+// the durable waiter of d's peer that the call may have made ready — the
+// reader after a write, the writer after a read, both after a shutdown or
+// a close (ModeReadWrite). After d is closed the pairing is dropped.
+func (d *Desc) wakePeer(mode Mode) {
+	var p *Desc
+	d.mu.Lock()
+	if d.ext != nil {
+		p = d.ext.peer
+		if d.is(descClosed) {
+			d.ext.peer = nil
+		}
+	}
+	d.mu.Unlock()
+	if p == nil {
+		return
+	}
+	switch mode {
+	case ModeRead:
+		p.wakeDurable(ModeWrite)
+	case ModeWrite:
+		p.wakeDurable(ModeRead)
+	default:
+		p.wakeDurable(ModeReadWrite)
+	}
+}
+
+// wakeDurable wakes d's durable waiters in mode, as an edge would: they
+// retry their system calls. A waiter that is not parked durably needs no
+// wake from here: the drain loop's edge wakes it.
+func (d *Desc) wakeDurable(mode Mode) {
+	d.mu.Lock()
+	for _, g := range [2]*gate{&d.rg, &d.wg} {
+		if (g == &d.rg && mode == ModeWrite) || (g == &d.wg && mode == ModeRead) {
+			continue
+		}
+		if g.waiting && g.durable {
+			g.ready = true
+			d.wakeLocked(g)
+		}
+	}
+	d.mu.Unlock()
+}
+
+// durableLocked decides whether g's coming park is durable, setting
+// g.durable, and reports whether poll(2) found d ready in mode already
+// (the wait then returns, to retry its system call, and does not park).
+// Called with mu held, for a durable d, by settleLocked.
+//
+//go:noinline
+func (d *Desc) durableLocked(mode Mode, g *gate) (ready bool) {
+	g.durable = false
+	if gt := g.dl; gt != nil && gt.deadline != 0 && !gt.fake {
+		return false // a deadline on the real clock: its timer cannot wake a durable park
+	}
+	if !inBubble() {
+		return false
+	}
+	events := int16(unix.POLLIN | unix.POLLRDHUP)
+	if mode == ModeWrite {
+		events = unix.POLLOUT
+	}
+	fds := []unix.PollFd{{Fd: d.fd, Events: events}}
+	if n, err := unix.Poll(fds, 0); err != nil || n > 0 {
+		return err == nil // ready; after a failed poll, park as outside a bubble
+	}
+	var peer *Desc
+	if d.ext != nil {
+		peer = d.ext.peer
+	}
+	if inFlight(d, peer, mode) {
+		return false
+	}
+	g.durable = true
+	return false
+}
+
+// inFlight reports whether the kernel may still be delivering something
+// that would make d ready in mode: on a TCP socket, bytes its peer sent
+// that d has not received (a read), or segments d sent that are not yet
+// acknowledged (a write; the acknowledgement frees room). Unix sockets and
+// pipes deliver within the writer's system call: nothing is ever in flight.
+// A peer that closes meanwhile (its number could be reused) counts as in
+// flight: the wait then parks as outside a bubble.
+func inFlight(d, peer *Desc, mode Mode) bool {
+	mine, err := unix.GetsockoptTCPInfo(int(d.fd), unix.IPPROTO_TCP, unix.TCP_INFO)
+	if err != nil {
+		return false // not TCP
+	}
+	if mode == ModeWrite {
+		return mine.Unacked > 0
+	}
+	if peer == nil || peer.is(descClosing) {
+		return peer != nil
+	}
+	theirs, err := unix.GetsockoptTCPInfo(int(peer.fd), unix.IPPROTO_TCP, unix.TCP_INFO)
+	if err != nil || peer.is(descClosing) {
+		return true
+	}
+	return theirs.Bytes_sent-theirs.Bytes_retrans > mine.Bytes_received
+}
+
+// goOutsideBubble runs f on a new goroutine outside every bubble: what a
+// drain loop started by a goroutine of a bubble needs, since the bubble
+// would never idle with the loop in it, blocked on the kernel, and the
+// loop would not be allowed to wake its parks anyway. A goroutine inherits
+// its creator's bubble, so the goroutine is started by the runtime's
+// cleanup goroutine, which is in none: f is handed to a cleanup of an
+// object made unreachable here, and a garbage collection queues it. The
+// loop therefore starts shortly after, not before this returns; until it
+// runs, edges wait in the epoll set, where it finds them.
+func goOutsideBubble(f func()) {
+	hand := &struct{ f func() }{f} // holds a pointer: not in a tiny block, which may never be collected alone
+	runtime.AddCleanup(hand, func(f func()) { go f() }, f)
+	runtime.GC() // hand is dead from here on
+}
+
+// realClockSlotLocked returns a park slot of the park's own whose read
+// deadline is g's deadline, on the real clock, for a park that is not
+// durable while the deadline was set in a bubble, on its fake clock: the
+// bubble does not idle while that park lasts, so its clock would never
+// reach the deadline; the real clock does, as it does for net's deadlines
+// in a bubble. Nil, and the park takes none, if the park is durable (the
+// bubble's timer wakes it), the caller is outside a bubble or the slot
+// cannot be made. Called with mu held, by wait.
+func (d *Desc) realClockSlotLocked(g *gate) *parkSlot {
+	gt := g.dl
+	if g.durable || gt.deadline == 0 || !inBubble() {
+		return nil
+	}
+	s, err := newParkSlot()
+	if err != nil {
+		return nil
+	}
+	left := time.Duration(gt.deadline - nanotime()) // on the bubble's clock, as the deadline
+	// os.File deadlines are the runtime poller's, on the real clock: it
+	// measures left from the bubble's now.
+	if err := s.file.SetReadDeadline(time.Now().Add(left)); err != nil {
+		s.file.Close()
+		return nil
+	}
+	s.deadline, s.dl = true, gt.seq
+	return s
+}
+
+// realDeadlineLocked expires g's deadline when its real-clock slot's
+// read deadline ended a park no waker claimed, unless the deadline has
+// changed since the park began. Called with mu held.
+func (d *Desc) realDeadlineLocked(g *gate, s *parkSlot) {
+	if gt := g.dl; gt.seq == s.dl && gt.deadline != 0 {
+		g.expired = true
+		gt.deadline = 0 // its bubble timer, if it ever fires, is stale
+		d.shard.stats.timerFires.Add(1)
+	}
+}
+
+// madeOutsideBubble returns what make returns, made on a goroutine outside
+// every bubble (goOutsideBubble): a channel made so belongs to no bubble,
+// and goroutines outside it, the drain loop's, may use it. The caller
+// yields until it is made.
+func madeOutsideBubble[T any](make func() T) T {
+	var made atomic.Pointer[T]
+	goOutsideBubble(func() {
+		v := make()
+		made.Store(&v)
+	})
+	for made.Load() == nil {
+		runtime.Gosched()
+	}
+	return *made.Load()
+}
