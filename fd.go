@@ -202,17 +202,14 @@ func (fd *netFD) Close() error {
 	if fd.lazyLocal {
 		fd.localAddr()
 	}
+	if fd.pfd.InBubble() {
+		fd.bubbleForget()
+	}
 	return fd.pfd.Close()
 }
 
 // shutdown wraps shutdown(2).
-func (fd *netFD) shutdown(how int) error {
-	if err := fd.pfd.Incref(); err != nil {
-		return err
-	}
-	defer fd.pfd.Decref()
-	return os.NewSyscallError("shutdown", unix.Shutdown(fd.pfd.Sysfd, how))
-}
+func (fd *netFD) shutdown(how int) error { return fd.pfd.Shutdown(how) }
 
 // accept takes one connection (accept4(2)), waiting no longer than ctx
 // allows.
@@ -226,7 +223,11 @@ func (fd *netFD) accept(ctx context.Context) (*netFD, error) {
 	if err != nil {
 		return nil, wrapSyscallError("accept4", err)
 	}
-	return fd.newAccepted(s, rsa)
+	nfd, err := fd.newAccepted(s, rsa)
+	if err == nil && fd.pfd.InBubble() {
+		nfd.bubbleConnected(nil)
+	}
+	return nfd, err
 }
 
 // newAccepted wraps an accepted socket as one of the listener's kind, on

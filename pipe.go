@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gatenet/gatenet/internal/poll"
 	"github.com/gatenet/gatenet/pollfd"
 )
 
@@ -75,6 +76,7 @@ func (c PipeConfig) pipeOn(poller *pollfd.Poller) (r, w *File, err error) {
 		}
 		return nil, nil, werr
 	}
+	poll.PairInBubble(r.fd, w.fd)
 	return r, w, nil
 }
 

@@ -63,6 +63,11 @@ func socket(ctx context.Context, network string, family, sotype, proto int, ipv6
 		fd.Close()
 		return nil, err
 	}
+	if raddr == nil {
+		fd.bubbleListening()
+	} else {
+		fd.bubbleConnected(raddr)
+	}
 	return fd, nil
 }
 

@@ -34,7 +34,9 @@ import (
 // Each I/O loop is internal/poll's: lock → prepare (fails fast on close,
 // expired deadline) → syscall → EAGAIN → wait → retry, EINTR retried.
 // With faults attached (flagFaults) the syscall step is the fault layer's
-// instead (fd_faults.go); the rest of the loop is the same.
+// instead (fd_faults.go), and in a synctest bubble (flagBubble) the step
+// wakes the peer after its call (fd_bubble.go); the rest of the loop is
+// the same.
 type FD struct {
 	mu fdMutex
 
@@ -49,13 +51,15 @@ type FD struct {
 	zeroReadIsEOF bool // a 0-byte read means EOF (everything but datagrams)
 
 	// flags: flagBlocking, O_NONBLOCK cleared (Close neither waits nor
-	// interrupts); flagFaults, a fault layer is attached (fd_faults.go).
+	// interrupts); flagFaults, a fault layer is attached (fd_faults.go);
+	// flagBubble, paired with its peer in a synctest bubble (fd_bubble.go).
 	flags atomic.Uint32
 }
 
 const (
 	flagBlocking = 1 << iota
 	flagFaults
+	flagBubble
 )
 
 // AnyShard lets the poller choose the shard (round-robin).
@@ -160,6 +164,7 @@ func (fd *FD) destroy() error {
 	// close(2) is never retried: after EINTR the descriptor is gone anyway.
 	err := unix.Close(fd.Sysfd)
 	fd.Sysfd = -1
+	fd.wakePeer(pollfd.ModeReadWrite) // its end of stream
 	fd.mu.markDestroyed()
 	return err
 }
@@ -322,8 +327,8 @@ func (fd *FD) ReadContext(ctx context.Context, p []byte) (int, error) {
 	for calls := 0; ; calls++ {
 		var n int
 		var err error
-		if fd.faulted() {
-			n, err = fd.readFaulted(p, calls)
+		if fd.hooked() {
+			n, err = fd.readHooked(p, calls)
 		} else {
 			n, err = ignoringEINTRIO(unix.Read, fd.Sysfd, p)
 		}
@@ -366,8 +371,8 @@ func (fd *FD) WriteContext(ctx context.Context, p []byte) (int, error) {
 		b := p[nn:max]
 		var n int
 		var err error
-		if fd.faulted() {
-			n, err = fd.writeFaulted(b, calls)
+		if fd.hooked() {
+			n, err = fd.writeHooked(b, calls)
 		} else {
 			n, err = ignoringEINTRIO(unix.Write, fd.Sysfd, b)
 		}
@@ -471,8 +476,8 @@ func (fd *FD) AcceptContext(ctx context.Context, rsa *unix.RawSockaddrAny) (int,
 	for {
 		var s int
 		var err error
-		if fd.faulted() {
-			s, err = fd.acceptFaulted(rsa)
+		if fd.hooked() {
+			s, err = fd.acceptHooked(rsa)
 		} else {
 			s, err = accept4(fd.Sysfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, rsa)
 		}

@@ -26,8 +26,8 @@ import (
 //
 // The I/O loops are the loops of fd.go, fd_msg.go and fd_vec.go: each
 // tests the flag at its system-call step and, when it is set, calls its
-// step here instead (readFaulted, writeFaulted, writevFaulted, ioFaulted,
-// acceptFaulted), out of line, so that an unfaulted loop pays one load
+// step here instead (readHooked, writeHooked, writevHooked, ioHooked,
+// acceptHooked), out of line, so that an unfaulted loop pays one load
 // and a branch and its frame does not grow. What the injector withholds
 // is reported as EAGAIN, and the loop's wait that follows ends as any
 // wait does: by a kick the injector asked for, by a real edge (the
@@ -72,6 +72,7 @@ func (fd *FD) SetFaults(f *faults.Faults) error {
 	}
 	injectors.Store(key, &attached{f, in})
 	fd.flags.Or(flagFaults)
+	neverDurable(fd.pd) // its delays end on the real clock (fd_bubble.go)
 	return nil
 }
 
@@ -80,8 +81,12 @@ func (fd *FD) Faults() *faults.Faults {
 	return fd.attached().f
 }
 
-// faulted reports whether faults are attached: the one load each system
-// call step of a loop makes.
+// hooked reports whether faults are attached or the FD is paired in a
+// synctest bubble (fd_bubble.go): the one load each system call step of a
+// loop makes, to call its step here instead.
+func (fd *FD) hooked() bool { return fd.flags.Load()&(flagFaults|flagBubble) != 0 }
+
+// faulted reports whether faults are attached.
 func (fd *FD) faulted() bool { return fd.flags.Load()&flagFaults != 0 }
 
 // nothingAttached injects nothing: what a step that saw the flag gets if
@@ -115,45 +120,48 @@ func (fd *FD) dropFaults() {
 	}
 }
 
-// The loops' steps under faults. Each is the loop's own system call made
-// through faultStep; calls is how many system calls the loop's I/O call
+// The loops' steps when hooked. Each is the loop's own system call made
+// through hookStep; calls is how many system calls the loop's I/O call
 // made before this one. They are not inlined: their closures would
 // otherwise sit in the loops' frames.
 
 //go:noinline
-func (fd *FD) readFaulted(p []byte, calls int) (int, error) {
-	return fd.faultStep(pollfd.ModeRead, calls, len(p), nil, func(limit int) (int, error) {
+func (fd *FD) readHooked(p []byte, calls int) (int, error) {
+	return fd.hookStep(pollfd.ModeRead, calls, len(p), nil, func(limit int) (int, error) {
 		return ignoringEINTRIO(unix.Read, fd.Sysfd, p[:limit])
 	})
 }
 
 //go:noinline
-func (fd *FD) writeFaulted(p []byte, calls int) (int, error) {
+func (fd *FD) writeHooked(p []byte, calls int) (int, error) {
 	write := func(limit int) (int, error) { return ignoringEINTRIO(unix.Write, fd.Sysfd, p[:limit]) }
 	if fd.isStream {
-		return fd.faultStep(pollfd.ModeWrite, calls, len(p), nil, write)
+		return fd.hookStep(pollfd.ModeWrite, calls, len(p), nil, write)
 	}
-	return fd.faultStep(pollfd.ModeWrite, calls, len(p), &datagram{p: p}, write)
+	return fd.hookStep(pollfd.ModeWrite, calls, len(p), &datagram{p: p}, write)
 }
 
-// writevFaulted is Writev's step: a stream's cut to the injector's limit
+// writevHooked is Writev's step: a stream's cut to the injector's limit
 // across the buffers; a datagram's, gathered for the datagram faults.
 //
 //go:noinline
-func (fd *FD) writevFaulted(iovecs []unix.Iovec, calls int) (int, error) {
+func (fd *FD) writevHooked(iovecs []unix.Iovec, calls int) (int, error) {
 	size := 0
 	for _, iov := range iovecs {
 		size += int(iov.Len)
 	}
 	call := func(limit int) (int, error) { return writev(fd.Sysfd, cutIovecs(iovecs, limit)) }
 	if fd.isStream {
-		return fd.faultStep(pollfd.ModeWrite, calls, size, nil, call)
+		return fd.hookStep(pollfd.ModeWrite, calls, size, nil, call)
+	}
+	if !fd.faulted() {
+		return fd.hookStep(pollfd.ModeWrite, calls, size, nil, call)
 	}
 	p := make([]byte, 0, size)
 	for _, iov := range iovecs {
 		p = append(p, unsafe.Slice(iov.Base, iov.Len)...)
 	}
-	return fd.faultStep(pollfd.ModeWrite, calls, size, &datagram{p: p}, call)
+	return fd.hookStep(pollfd.ModeWrite, calls, size, &datagram{p: p}, call)
 }
 
 // cutIovecs shortens iovecs, in place, to limit bytes.
@@ -168,19 +176,29 @@ func cutIovecs(iovecs []unix.Iovec, limit int) []unix.Iovec {
 	return iovecs
 }
 
+// ioHooked is ioLoop's step: faulted on datagram sockets only (a stream
+// socket's messages are not).
+//
 //go:noinline
-func (fd *FD) ioFaulted(mode pollfd.Mode, calls int, out *datagram, call func() (int, error)) (int, error) {
+func (fd *FD) ioHooked(mode pollfd.Mode, calls int, out *datagram, call func() (int, error)) (int, error) {
+	if fd.isStream {
+		n, err := call()
+		if err == nil {
+			fd.wakePeer(mode)
+		}
+		return n, err
+	}
 	size := 0
 	if out != nil {
 		size = len(out.p)
 	}
-	return fd.faultStep(mode, calls, size, out, func(int) (int, error) { return call() })
+	return fd.hookStep(mode, calls, size, out, func(int) (int, error) { return call() })
 }
 
-// acceptFaulted is AcceptContext's step: accept4(2), unless the injector
-// fails it.
-func (fd *FD) acceptFaulted(rsa *unix.RawSockaddrAny) (int, error) {
-	if e := fd.injector().Accept(); e != 0 {
+// acceptHooked is AcceptContext's step: accept4(2), unless the injector
+// fails it. A listener is never paired, so this is a fault's step.
+func (fd *FD) acceptHooked(rsa *unix.RawSockaddrAny) (int, error) {
+	if e := fd.injector().Accept(); e != 0 { // nothing attached: nothingAttached's, which fails none
 		return -1, e
 	}
 	return accept4(fd.Sysfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, rsa)
@@ -201,6 +219,21 @@ func (fd *FD) DialFault() error {
 		return e
 	}
 	return nil
+}
+
+// hookStep makes a loop's system call, call, of at most size bytes:
+// through faultStep if faults are attached; then, if it succeeded, it
+// wakes the peer in a synctest bubble (fd_bubble.go).
+func (fd *FD) hookStep(mode pollfd.Mode, calls, size int, out *datagram, call func(limit int) (int, error)) (n int, err error) {
+	if fd.faulted() {
+		n, err = fd.faultStep(mode, calls, size, out, call)
+	} else {
+		n, err = call(size)
+	}
+	if err == nil {
+		fd.wakePeer(mode)
+	}
+	return n, err
 }
 
 // faultStep makes a loop's system call, call, of at most size bytes, as

@@ -40,8 +40,8 @@ func (fd *FD) ioLoop(mode pollfd.Mode, out *datagram, call func() (int, error)) 
 	for calls := 0; ; calls++ {
 		var n int
 		var err error
-		if fd.faulted() && !fd.isStream {
-			n, err = fd.ioFaulted(mode, calls, out, call)
+		if fd.hooked() && !fd.isStream {
+			n, err = fd.ioHooked(mode, calls, out, call)
 		} else {
 			n, err = call()
 		}

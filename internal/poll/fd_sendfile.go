@@ -25,7 +25,7 @@ func SendfileCalls() int64 { return sendfileCalls.Load() }
 // internal/poll's SendFile: handled is false when the kernel refused
 // before anything was sent (the caller then copies through a buffer).
 func (fd *FD) SendFile(src int, size int64) (written int64, err error, handled bool) {
-	if fd.faulted() {
+	if fd.hooked() {
 		return 0, nil, false // the copy through a buffer goes through the fault layer
 	}
 	if err := fd.writeLock(); err != nil {

@@ -64,7 +64,7 @@ func (p *splicePipe) close() {
 // handled is false when the kernel refused the pair before a byte moved:
 // the caller then copies through a buffer.
 func Splice(dst, src *FD, remain int64) (written int64, err error, handled bool) {
-	if dst.faulted() || src.faulted() {
+	if dst.hooked() || src.hooked() {
 		return 0, nil, false // the copy through a buffer goes through the fault layer
 	}
 	pv := splicePipes.Get()

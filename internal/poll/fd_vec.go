@@ -62,8 +62,8 @@ func (fd *FD) Writev(v *[][]byte) (int64, error) {
 		}
 		*iovp = iovecs
 		var wrote int
-		if fd.faulted() {
-			wrote, err = fd.writevFaulted(iovecs, calls)
+		if fd.hooked() {
+			wrote, err = fd.writevHooked(iovecs, calls)
 		} else {
 			wrote, err = writev(fd.Sysfd, iovecs)
 		}

@@ -1,0 +1,82 @@
+//go:build linux
+
+package poll
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gatenet/gatenet/internal/pollhook"
+	"github.com/gatenet/gatenet/pollfd"
+)
+
+// Descriptors in testing/synctest bubbles (pollfd/bubble.go has the
+// protocol). Two ends paired in a bubble have flagBubble: each I/O loop's
+// system-call step then, after a call that succeeded, wakes the peer's
+// durable waiter the call may have readied (hookStep), through the same
+// out-of-line step the fault layer uses, so an FD outside a bubble pays
+// the one load and branch it pays for faults. Close and Shutdown wake the
+// peer after their system calls.
+
+var (
+	descInBubble  = pollhook.InBubble.(func(*pollfd.Desc) bool)
+	pairDescs     = pollhook.Pair.(func(a, b *pollfd.Desc) bool)
+	acceptDurably = pollhook.AcceptDurably.(func(*pollfd.Desc))
+	neverDurable  = pollhook.NeverDurable.(func(*pollfd.Desc))
+	wakePeer      = pollhook.WakePeer.(func(*pollfd.Desc, pollfd.Mode))
+	wakeDurable   = pollhook.WakeDurable.(func(*pollfd.Desc, pollfd.Mode))
+)
+
+// InBubble reports whether fd was opened in a testing/synctest bubble.
+func (fd *FD) InBubble() bool { return fd.pd != nil && descInBubble(fd.pd) }
+
+// PairInBubble records that a and b are the two ends of one connection or
+// pipe. If both were opened in a bubble, their waits may from now on park
+// durably, and their I/O wakes each other; it reports whether they were
+// paired. An FD with faults attached is never paired: the fault layer's
+// delays run on the real clock.
+func PairInBubble(a, b *FD) bool {
+	if a.pd == nil || b.pd == nil || a.faulted() || b.faulted() || !pairDescs(a.pd, b.pd) {
+		return false
+	}
+	a.flags.Or(flagBubble)
+	b.flags.Or(flagBubble)
+	return true
+}
+
+// AcceptInBubble marks fd, a listening socket opened in a bubble that a
+// dial of its bubble has reached, as the bubble's: its accepts park
+// durably from now on, woken by the bubble's dials (WakeListener).
+func (fd *FD) AcceptInBubble() {
+	if fd.pd != nil {
+		acceptDurably(fd.pd)
+	}
+}
+
+// WakeListener wakes fd's durable accept: a dial of its bubble reached it.
+func (fd *FD) WakeListener() {
+	if fd.pd != nil {
+		wakeDurable(fd.pd, pollfd.ModeRead)
+	}
+}
+
+// wakePeer wakes the peer's durable waiter after a system call in mode.
+func (fd *FD) wakePeer(mode pollfd.Mode) {
+	if fd.flags.Load()&flagBubble != 0 {
+		wakePeer(fd.pd, mode)
+	}
+}
+
+// Shutdown wraps shutdown(2), as internal/poll's FD.Shutdown.
+func (fd *FD) Shutdown(how int) error {
+	if err := fd.Incref(); err != nil {
+		return err
+	}
+	defer fd.Decref()
+	err := unix.Shutdown(fd.Sysfd, how)
+	if err == nil {
+		fd.wakePeer(pollfd.ModeReadWrite)
+	}
+	return os.NewSyscallError("shutdown", err)
+}
