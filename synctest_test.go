@@ -314,3 +314,25 @@ func TestSynctestReadyQueue(t *testing.T) {
 		q.Close()
 	})
 }
+
+// TestSynctestDeadlineClocks: a conn made outside a bubble gets a read
+// deadline in one, on the bubble's clock, then others outside it, on the
+// real clock: the bubble's timer is left behind (the runtime would throw
+// if a goroutine outside the bubble reset or stopped it), and the real
+// one fires.
+func TestSynctestDeadlineClocks(t *testing.T) {
+	c, s := testutil.TCPPair(t)
+	inBubble(t, func(t *testing.T) {
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(time.Hour)))
+	})
+	require.NoError(t, c.SetReadDeadline(time.Time{}))
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(20*time.Millisecond)))
+	start := time.Now()
+	_, err := c.Read(make([]byte, 1))
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+	require.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond)
+	require.NoError(t, s.SetReadDeadline(time.Now().Add(time.Hour)))
+	inBubble(t, func(t *testing.T) {
+		require.NoError(t, s.SetReadDeadline(time.Time{})) // stops the real timer from the bubble
+	})
+}

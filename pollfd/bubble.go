@@ -87,7 +87,7 @@ import (
 )
 
 func init() {
-	pollhook.InBubble = (*Desc).inBubble
+	pollhook.InBubble = (*Desc).openedInBubble
 	pollhook.Pair = pair
 	pollhook.AcceptDurably = (*Desc).acceptDurably
 	pollhook.NeverDurable = (*Desc).neverDurable
@@ -107,8 +107,8 @@ func inBubble() bool {
 // clock.
 func isBubbleTime(now time.Time) bool { return now == now.Round(0) }
 
-// inBubble reports whether d was opened in a bubble.
-func (d *Desc) inBubble() bool { return d.is(descBubble) }
+// openedInBubble reports whether d was opened in a bubble.
+func (d *Desc) openedInBubble() bool { return d.is(descBubble) }
 
 // pair makes a and b, the two ends of one connection or pipe, each other's
 // peer, if both were opened in a bubble, and reports whether it did. From
@@ -195,16 +195,20 @@ func (d *Desc) wakePeer(mode Mode) {
 // wake from here: the drain loop's edge wakes it.
 func (d *Desc) wakeDurable(mode Mode) {
 	d.mu.Lock()
-	for _, g := range [2]*gate{&d.rg, &d.wg} {
-		if (g == &d.rg && mode == ModeWrite) || (g == &d.wg && mode == ModeRead) {
-			continue
-		}
-		if g.waiting && g.durable {
-			g.ready = true
-			d.wakeLocked(g)
-		}
+	if mode != ModeWrite {
+		d.wakeDurableLocked(&d.rg)
+	}
+	if mode != ModeRead {
+		d.wakeDurableLocked(&d.wg)
 	}
 	d.mu.Unlock()
+}
+
+func (d *Desc) wakeDurableLocked(g *gate) {
+	if g.waiting && g.durable {
+		g.ready = true
+		d.wakeLocked(g)
+	}
 }
 
 // durableLocked decides whether g's coming park is durable, setting
