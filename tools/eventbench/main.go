@@ -25,6 +25,9 @@
 //   - idle: HeapInuse+StackInuse (after a GC) per connection the server
 //     holds, 10,000 idle connections.
 //
+// The throughput workloads also report the process's CPU time (server
+// and clients) per operation.
+//
 // The one command (README.md):
 //
 //	cd tools/eventbench && go run . -rounds 5
@@ -41,6 +44,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -56,6 +60,7 @@ type config struct {
 	idle      int // idle
 	child     string
 	server    string
+	profile   string // -child only: a CPU profile of the round
 }
 
 func main() {
@@ -72,13 +77,14 @@ func run(args []string, stdout, stderr io.Writer, stdin io.Reader) error {
 	fs.SetOutput(stderr)
 	var cfg config
 	fs.IntVar(&cfg.rounds, "rounds", 5, "interleaved rounds per server")
-	fs.DurationVar(&cfg.duration, "duration", 2*time.Second, "measured time of one round of each throughput workload")
+	fs.DurationVar(&cfg.duration, "duration", 3*time.Second, "measured time of one round of each throughput workload")
 	fs.StringVar(&cfg.workloads, "workloads", "all", "comma-separated workloads, or all: "+strings.Join(workloadNames(), ","))
 	fs.StringVar(&cfg.jsonFile, "json", "", "also write every round and the summary to this file as JSON")
 	fs.IntVar(&cfg.conns, "conns", echoConns, "echo-many's connections")
 	fs.IntVar(&cfg.idle, "idle", idleConns, "idle's connections")
 	fs.StringVar(&cfg.child, "child", "", "internal: run one round of this workload in this process")
 	fs.StringVar(&cfg.server, "server", "", "internal: the child's server ("+strings.Join(serverNames, ", ")+")")
+	fs.StringVar(&cfg.profile, "cpuprofile", "", "with -child: write the round's CPU profile (server and clients) to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -154,6 +160,17 @@ func runChild(cfg config, stdout io.Writer, stdin io.Reader) error {
 	s, err := startServer(cfg.server)
 	if err != nil {
 		return err
+	}
+	if cfg.profile != "" {
+		f, err := os.Create(cfg.profile)
+		if err != nil {
+			return errors.Join(err, s.Close())
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return errors.Join(err, s.Close())
+		}
+		defer pprof.StopCPUProfile()
 	}
 	var r result
 	switch cfg.child {

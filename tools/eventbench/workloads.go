@@ -45,22 +45,30 @@ var workloads = []workload{
 		{"round trips/s", false, result.rate, kilo},
 		{"p50 µs", true, extra("p50_us"), fixed(1)},
 		{"p99 µs", true, extra("p99_us"), fixed(1)},
+		{"CPU µs/round trip", true, cpuPerOp, fixed(1)},
 	}},
 	{"echo-many", "64-byte echo on 1,000 connections at once, a client goroutine each", []metric{
 		{"messages/s", false, result.rate, kilo},
 		{"p99 µs", true, extra("p99_us"), fixed(0)},
+		{"CPU µs/message", true, cpuPerOp, fixed(1)},
 	}},
 	{"bulk", "128 KiB writes echoed back, 8 in flight, one connection", []metric{
 		{"MB/s", false, func(r result) float64 { return float64(r.Bytes) / r.Seconds / 1e6 }, fixed(0)},
+		{"CPU µs/MB", true, func(r result) float64 { return float64(r.CPUNanos) / 1e3 / (float64(r.Bytes) / 1e6) }, fixed(0)},
 	}},
 	{"accept", "4 dialers, each: dial, write 1 byte, read it back, close", []metric{
 		{"connections/s", false, result.rate, kilo},
 		{"p99 µs", true, extra("p99_us"), fixed(0)},
+		{"CPU µs/connection", true, cpuPerOp, fixed(0)},
 	}},
 	{"idle", "heap+stack per idle connection the server holds (10,000 conns)", []metric{
 		{"bytes/conn", true, extra("bytes_per_conn"), fixed(0)},
 	}},
 }
+
+// cpuPerOp is the process's CPU time (server and clients, user and
+// system) per operation, in microseconds.
+func cpuPerOp(r result) float64 { return float64(r.CPUNanos) / 1e3 / float64(r.Ops) }
 
 func extra(key string) func(result) float64 {
 	return func(r result) float64 { return r.Extra[key] }
