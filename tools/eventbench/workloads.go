@@ -33,7 +33,7 @@ const (
 	ioTimeout   = 30 * time.Second // a hang detector on clients' reads and writes
 )
 
-// workload is one workload: its child's body, and how its results print.
+// workload is one workload: its name, what it does, and its figures.
 type workload struct {
 	name    string
 	what    string
