@@ -1,0 +1,320 @@
+//go:build linux
+
+// Command eventbench serves one echo protocol with three event-driven
+// servers — gnet v2, nbio, and a gatenet ReadyQueue with two workers —
+// each in its own documented idiom, drives each with the standard
+// library's net clients only (so that only the server differs), and
+// prints a markdown table of the ratios ReadyQueue/gnet and
+// ReadyQueue/nbio: per round, their medians and ranges.
+//
+// Every round of every workload runs in a fresh child process (this
+// binary re-executed with -child), server and clients together, except
+// idle, whose child holds only the server and whose clients are in the
+// parent. Rounds are interleaved: round 1 runs gnet, nbio, readyqueue,
+// then round 2 does, and so on.
+//
+// Workloads (-workloads picks some; all over 127.0.0.1):
+//
+//   - pingpong: 64-byte echo on one connection; round trips/s, p50, p99.
+//   - echo-many: 64-byte echo on 1,000 connections at once, a client
+//     goroutine each; messages/s, p99.
+//   - bulk: 128 KiB writes on one connection, 8 in flight, echoed back;
+//     MB/s (10^6 bytes) echoed.
+//   - accept: 4 dialers, each: dial, write 1 byte, read it back, close;
+//     connections/s, p99.
+//   - idle: HeapInuse+StackInuse (after a GC) per connection the server
+//     holds, 10,000 idle connections.
+//
+// The throughput workloads also report the process's CPU time (server
+// and clients) per operation.
+//
+// The one command (README.md):
+//
+//	cd tools/eventbench && go run . -rounds 5
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"time"
+)
+
+// config is what the flags set.
+type config struct {
+	rounds    int
+	duration  time.Duration
+	workloads string
+	jsonFile  string
+	conns     int // echo-many
+	idle      int // idle
+	child     string
+	server    string
+	profile   string // -child only: a CPU profile of the round
+}
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr, os.Stdin); err != nil {
+		fmt.Fprintf(os.Stderr, "eventbench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// run is the command with its arguments: the parent, or with -child one
+// round.
+func run(args []string, stdout, stderr io.Writer, stdin io.Reader) error {
+	fs := flag.NewFlagSet("eventbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg config
+	fs.IntVar(&cfg.rounds, "rounds", 5, "interleaved rounds per server")
+	fs.DurationVar(&cfg.duration, "duration", 3*time.Second, "measured time of one round of each throughput workload")
+	fs.StringVar(&cfg.workloads, "workloads", "all", "comma-separated workloads, or all: "+strings.Join(workloadNames(), ","))
+	fs.StringVar(&cfg.jsonFile, "json", "", "also write every round and the summary to this file as JSON")
+	fs.IntVar(&cfg.conns, "conns", echoConns, "echo-many's connections")
+	fs.IntVar(&cfg.idle, "idle", idleConns, "idle's connections")
+	fs.StringVar(&cfg.child, "child", "", "internal: run one round of this workload in this process")
+	fs.StringVar(&cfg.server, "server", "", "internal: the child's server ("+strings.Join(serverNames, ", ")+")")
+	fs.StringVar(&cfg.profile, "cpuprofile", "", "with -child: write the round's CPU profile (server and clients) to this file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if cfg.rounds < 1 || cfg.duration <= 0 || cfg.conns < 1 || cfg.idle < 1 {
+		return errors.New("-rounds, -duration, -conns and -idle must be positive")
+	}
+	if cfg.child != "" {
+		return runChild(cfg, stdout, stdin)
+	}
+	return runParent(cfg, stdout, stderr)
+}
+
+func workloadNames() []string {
+	var names []string
+	for _, w := range workloads {
+		names = append(names, w.name)
+	}
+	return names
+}
+
+// selectWorkloads parses -workloads.
+func selectWorkloads(list string) ([]workload, error) {
+	if list == "all" {
+		return workloads, nil
+	}
+	var out []workload
+	for name := range strings.SplitSeq(list, ",") {
+		i := slices.IndexFunc(workloads, func(w workload) bool { return w.name == strings.TrimSpace(name) })
+		if i < 0 {
+			return nil, fmt.Errorf("unknown workload %q (want %s)", name, strings.Join(workloadNames(), ", "))
+		}
+		out = append(out, workloads[i])
+	}
+	return out, nil
+}
+
+// ---- child ----
+
+const resultPrefix = "RESULT "
+
+func writeResult(w io.Writer, r result) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s%s\n", resultPrefix, b)
+	return err
+}
+
+// readResult reads lines up to the child's result.
+func readResult(lines *bufio.Scanner) (result, error) {
+	for lines.Scan() {
+		if b, ok := strings.CutPrefix(lines.Text(), resultPrefix); ok {
+			var r result
+			err := json.Unmarshal([]byte(b), &r)
+			return r, err
+		}
+	}
+	return result{}, fmt.Errorf("no result from the child (%v)", lines.Err())
+}
+
+// runChild runs one round: cfg.child against cfg.server.
+func runChild(cfg config, stdout io.Writer, stdin io.Reader) error {
+	limit := 20*cfg.duration + 3*time.Minute
+	watchdog := time.AfterFunc(limit, func() {
+		fmt.Fprintf(os.Stderr, "eventbench child %s %s: still running after %v\n", cfg.child, cfg.server, limit)
+		os.Exit(3)
+	})
+	defer watchdog.Stop()
+	s, err := startServer(cfg.server)
+	if err != nil {
+		return err
+	}
+	if cfg.profile != "" {
+		f, err := os.Create(cfg.profile)
+		if err != nil {
+			return errors.Join(err, s.Close())
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return errors.Join(err, s.Close())
+		}
+		defer pprof.StopCPUProfile()
+	}
+	var r result
+	switch cfg.child {
+	case "pingpong":
+		r, err = pingpong(s, cfg.duration)
+	case "echo-many":
+		r, err = echoMany(s, cfg.conns, cfg.duration)
+	case "bulk":
+		r, err = bulk(s, cfg.duration)
+	case "accept":
+		r, err = accept(s, dialers, cfg.duration)
+	case "idle":
+		r, err = idleChild(s, cfg.idle, stdout, stdin)
+	default:
+		err = fmt.Errorf("unknown workload %q", cfg.child)
+	}
+	if err = errors.Join(err, s.Close()); err != nil {
+		return err
+	}
+	if cfg.child == "idle" {
+		return nil // reported already
+	}
+	r.Workload, r.Server = cfg.child, cfg.server
+	return writeResult(stdout, r)
+}
+
+// ---- parent ----
+
+// runRound runs one round of w against srv in a child process.
+func runRound(cfg config, exe string, w, srv string) (result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*cfg.duration+4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe, "-child", w, "-server", srv, "-duration", cfg.duration.String(),
+		"-conns", fmt.Sprint(cfg.conns), "-idle", fmt.Sprint(cfg.idle))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return result{}, err
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return result{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return result{}, err
+	}
+	lines := bufio.NewScanner(stdout)
+	var r result
+	if w == "idle" {
+		r, err = idleParent(lines, cfg.idle)
+	} else {
+		r, err = readResult(lines)
+	}
+	stdin.Close() // the idle child waits for this
+	if err != nil {
+		cmd.Process.Kill()
+	}
+	io.Copy(io.Discard, stdout)
+	if werr := cmd.Wait(); werr != nil || err != nil {
+		return result{}, fmt.Errorf("%s %s: %v: %s", w, srv, errors.Join(err, werr), strings.TrimSpace(stderr.String()))
+	}
+	r.Workload, r.Server = w, srv
+	if r.Ops <= 0 || r.Seconds <= 0 {
+		return result{}, fmt.Errorf("%s %s measured nothing: %+v", w, srv, r)
+	}
+	return r, nil
+}
+
+func runParent(cfg config, stdout, stderr io.Writer) error {
+	selected, err := selectWorkloads(cfg.workloads)
+	if err != nil {
+		return err
+	}
+	if slices.ContainsFunc(selected, func(w workload) bool { return w.name == "idle" }) {
+		if err := idleLimit(cfg.idle); err != nil {
+			return err
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	rep := &report{
+		Command:  "eventbench " + strings.Join(os.Args[1:], " "),
+		Machine:  machine(),
+		LoadAvg:  []string{loadavg()},
+		Rounds:   cfg.rounds,
+		Duration: cfg.duration.String(),
+		Servers:  serverNames,
+	}
+	fmt.Fprintf(stdout, "# eventbench: a gatenet ReadyQueue echo server against gnet and nbio\n\n")
+	fmt.Fprintf(stdout, "%s. Load average at the start: %s.\n", rep.Machine, rep.LoadAvg[0])
+	fmt.Fprintf(stdout, "%d interleaved round(s) (%s), each in a fresh process; %v measured per round of each throughput workload.\n",
+		cfg.rounds, strings.Join(serverNames, ", "), cfg.duration)
+	for _, w := range selected {
+		byServer := map[string][]result{}
+		for round := 1; round <= cfg.rounds; round++ {
+			for _, srv := range serverNames {
+				r, err := runRound(cfg, exe, w.name, srv)
+				if err != nil {
+					return fmt.Errorf("round %d: %w", round, err)
+				}
+				r.Round = round
+				byServer[srv] = append(byServer[srv], r)
+				rep.Results = append(rep.Results, r)
+				m := w.metrics[0]
+				fmt.Fprintf(stderr, "eventbench: %s round %d/%d %-10s %s %s\n",
+					w.name, round, cfg.rounds, srv, m.format(m.value(r)), m.name)
+			}
+		}
+		for _, m := range w.metrics {
+			rep.addRow(w, m, byServer)
+		}
+	}
+	rep.LoadAvg = append(rep.LoadAvg, loadavg())
+	rep.Elapsed = time.Since(t0).Round(time.Second).String()
+	rep.print(stdout)
+	if cfg.jsonFile != "" {
+		return rep.writeJSON(cfg.jsonFile)
+	}
+	return nil
+}
+
+// machine describes this machine.
+func machine() string {
+	kernel := "?"
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		kernel = strings.TrimSpace(string(b))
+	}
+	return fmt.Sprintf("%s %s/%s, %d CPUs, GOMAXPROCS %d, Linux %s",
+		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), kernel)
+}
+
+// loadavg is /proc/loadavg's 1, 5 and 15 minute averages.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
