@@ -31,6 +31,11 @@ import (
 // is readable. A connection that closes leaves the queue (Close is how a
 // worker drops one; Remove stops watching it without closing it).
 //
+// Add after a read costs no system call when the read came back short or
+// found nothing (on a stream socket: it took all there was): the queue
+// already knows of anything that arrived since. After a full buffer, or
+// with no read, Add looks with poll(2).
+//
 // Every method may be called from any number of goroutines at once: many
 // workers may share one queue, each calling Next and Add. Each report goes
 // to exactly one Next, so concurrent workers get distinct connections. A

@@ -64,10 +64,12 @@ type watch struct {
 }
 
 // Watch adds d to l, armed: its next read edge puts it on the list. On a
-// descriptor l already watches it re-arms it (unless it is queued).
-// Readiness that arrived before Watch raised no edge; a caller that needs
-// it reported probes the descriptor after Watch and calls NotifyReady if
-// it is readable. cookie is what Next returns for d.
+// descriptor l already watches it re-arms it (unless it is queued). An
+// edge that came since the read side's last Prepare, and is still
+// unconsumed, puts it on the list at once. Readiness older than that
+// raised no edge Watch can see; a caller that needs it reported probes the
+// descriptor after Watch and calls NotifyReady if it is readable. cookie
+// is what Next returns for d.
 func (d *Desc) Watch(l *ReadyList, cookie any) error {
 	if err := d.joined(0); err != nil {
 		return err
@@ -84,6 +86,9 @@ func (d *Desc) Watch(l *ReadyList, cookie any) error {
 	w.list, w.cookie = l, cookie
 	if !w.queued {
 		w.armed = true
+		if d.rg.ready {
+			d.reportLocked() // an edge since the last read's Prepare: readable, or was
+		}
 	}
 	return nil
 }

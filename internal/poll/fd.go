@@ -52,7 +52,8 @@ type FD struct {
 
 	// flags: flagBlocking, O_NONBLOCK cleared (Close neither waits nor
 	// interrupts); flagFaults, a fault layer is attached (fd_faults.go);
-	// flagBubble, paired with its peer in a synctest bubble (fd_bubble.go).
+	// flagBubble, paired with its peer in a synctest bubble (fd_bubble.go);
+	// flagWatched and flagDrained, a ReadyList's (fd_wait.go).
 	flags atomic.Uint32
 }
 
@@ -60,6 +61,8 @@ const (
 	flagBlocking = 1 << iota
 	flagFaults
 	flagBubble
+	flagWatched // a ReadyList watches it (fd_wait.go)
+	flagDrained // its last read, since the read side's last Prepare, left nothing to read (fd_wait.go)
 )
 
 // AnyShard lets the poller choose the shard (round-robin).
@@ -258,6 +261,9 @@ func (fd *FD) Desc() *pollfd.Desc { return fd.pd }
 func (fd *FD) Prepare(mode pollfd.Mode) error {
 	if fd.pd == nil {
 		return nil // as internal/poll: no checks for a non-pollable fd
+	}
+	if mode == pollfd.ModeRead && fd.flags.Load()&flagDrained != 0 {
+		fd.flags.And(^uint32(flagDrained)) // this read's outcome decides it anew
 	}
 	return convertPollErr(fd.pd.Prepare(mode), fd.isFile)
 }

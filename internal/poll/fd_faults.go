@@ -81,10 +81,11 @@ func (fd *FD) Faults() *faults.Faults {
 	return fd.attached().f
 }
 
-// hooked reports whether faults are attached or the FD is paired in a
-// synctest bubble (fd_bubble.go): the one load each system call step of a
-// loop makes, to call its step here instead.
-func (fd *FD) hooked() bool { return fd.flags.Load()&(flagFaults|flagBubble) != 0 }
+// hooked reports whether faults are attached, the FD is paired in a
+// synctest bubble (fd_bubble.go) or a ReadyList watches it (fd_wait.go):
+// the one load each system call step of a loop makes, to call its step
+// here instead.
+func (fd *FD) hooked() bool { return fd.flags.Load()&(flagFaults|flagBubble|flagWatched) != 0 }
 
 // faulted reports whether faults are attached.
 func (fd *FD) faulted() bool { return fd.flags.Load()&flagFaults != 0 }
@@ -127,9 +128,11 @@ func (fd *FD) dropFaults() {
 
 //go:noinline
 func (fd *FD) readHooked(p []byte, calls int) (int, error) {
-	return fd.hookStep(pollfd.ModeRead, calls, len(p), nil, func(limit int) (int, error) {
+	n, err := fd.hookStep(pollfd.ModeRead, calls, len(p), nil, func(limit int) (int, error) {
 		return ignoringEINTRIO(unix.Read, fd.Sysfd, p[:limit])
 	})
+	fd.noteDrained(n, len(p), err)
+	return n, err
 }
 
 //go:noinline

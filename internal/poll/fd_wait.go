@@ -93,8 +93,16 @@ func (fd *FD) Watch(l *pollfd.ReadyList, v any) error {
 	if fd.pd == nil {
 		return errUnwatchable
 	}
+	drained := fd.flags.Load()&flagDrained != 0
 	if err := fd.pd.Watch(l, v); err != nil {
 		return convertPollErr(err, fd.isFile)
+	}
+	fd.flags.Or(flagWatched)
+	if drained {
+		// The last read found nothing left, and every edge since its
+		// Prepare is in the gate's Ready, which Watch reports: nothing
+		// to look at (noteDrained).
+		return nil
 	}
 	// Readiness from before the Watch raised no edge: look now. Any edge
 	// from here on is reported by the poller; NotifyReady is a no-op if
@@ -105,10 +113,29 @@ func (fd *FD) Watch(l *pollfd.ReadyList, v any) error {
 	return nil
 }
 
+// noteDrained records, on a watched stream socket, whether a read that
+// asked for size bytes and got n, or err, left the socket empty: a short
+// read of a stream socket takes all it has (a datagram's, a sequenced
+// packet's or a terminal's read ends at a boundary instead, and a pipe is
+// a File; those, and reads under faults, which may withhold data, are not
+// counted), and EAGAIN says so. Add after such a read needs no poll(2):
+// Prepare cleared the gate's Ready before the read, so an edge since then
+// is in Ready, and Watch reports it. Any later Prepare on the read side
+// clears the record.
+func (fd *FD) noteDrained(n, size int, err error) {
+	if fd.flags.Load()&flagWatched == 0 || fd.faulted() || !fd.isStream || fd.isFile {
+		return
+	}
+	if err == unix.EAGAIN || (err == nil && n > 0 && n < size) {
+		fd.flags.Or(flagDrained)
+	}
+}
+
 // Unwatch stops the watch Watch started, if any (pollfd.Desc.Unwatch).
 func (fd *FD) Unwatch() {
 	if fd.pd != nil {
 		fd.pd.Unwatch()
+		fd.flags.And(^uint32(flagWatched | flagDrained))
 	}
 }
 
