@@ -87,15 +87,3 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("even: %v", s)
 	}
 }
-
-func TestHistogram(t *testing.T) {
-	var h histogram
-	for i := 1; i <= 1000; i++ {
-		h.record(time.Duration(i) * time.Microsecond)
-	}
-	for _, c := range []struct{ q, want float64 }{{0.5, 500e3}, {0.99, 990e3}} {
-		if got := h.quantile(c.q); math.Abs(got-c.want)/c.want > 0.04 {
-			t.Errorf("quantile(%v) = %v, want %v within 4%%", c.q, got, c.want)
-		}
-	}
-}

@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/gatenet/gatenet/internal/benchharness"
 )
 
 // Sizes, as the issue gives them.
@@ -126,18 +128,18 @@ func pingpong(s server, duration time.Duration) (result, error) {
 			return result{}, err
 		}
 	}
-	var lat histogram
+	var lat benchharness.Histogram
 	n, m, err := runLoop(0, duration, maxLoopOps, func() error {
 		t0 := time.Now()
 		err := roundTrip(c, msg, reply)
-		lat.record(time.Since(t0))
+		lat.Record(time.Since(t0))
 		return err
 	})
 	elapsed, cpu := m.stop()
 	if err != nil {
 		return result{}, err
 	}
-	return result{Ops: n, Bytes: n * pingSize, Seconds: elapsed.Seconds(), CPUNanos: cpu, Extra: lat.percentiles()}, nil
+	return result{Ops: n, Bytes: n * pingSize, Seconds: elapsed.Seconds(), CPUNanos: cpu, Extra: percentiles(&lat)}, nil
 }
 
 // echoMany: conns connections, a client goroutine each doing 64-byte
@@ -156,13 +158,13 @@ func echoMany(s server, conns int, duration time.Duration) (result, error) {
 			return result{}, err
 		}
 	}
-	run, err := runConcurrent(conns, 10, duration, func(w int) error {
+	run, err := benchharness.RunConcurrent(conns, 10, duration, func(w int) error {
 		return roundTrip(cs[w], b[w].msg, b[w].reply)
 	})
 	if err != nil {
 		return result{}, err
 	}
-	r := run.result()
+	r := fromConcurrent(run)
 	r.Bytes = r.Ops * pingSize
 	return r, nil
 }
@@ -265,7 +267,7 @@ func bulk(s server, duration time.Duration) (result, error) {
 // read it back, close. One operation is one connection, timed.
 func accept(s server, dialers int, duration time.Duration) (result, error) {
 	addr := s.Addr()
-	run, err := runConcurrent(dialers, 25, duration, func(int) error {
+	run, err := benchharness.RunConcurrent(dialers, 25, duration, func(int) error {
 		c, err := dial(addr)
 		if err != nil {
 			return err
@@ -284,7 +286,7 @@ func accept(s server, dialers int, duration time.Duration) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	return run.result(), nil
+	return fromConcurrent(run), nil
 }
 
 // dialMany dials n connections to addr.
