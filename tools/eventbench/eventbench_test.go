@@ -80,10 +80,10 @@ func TestWorkloadsFlag(t *testing.T) {
 }
 
 func TestSummarize(t *testing.T) {
-	if s := summarize([]float64{3, 1, 2}); s != (stat{2, 1, 3}) {
+	if s := summarize([]float64{3, 1, 2}); s != (stat{Med: 2, Min: 1, Max: 3}) {
 		t.Errorf("odd: %v", s)
 	}
-	if s := summarize([]float64{4, 1, 2, 3}); s != (stat{2.5, 1, 4}) {
+	if s := summarize([]float64{4, 1, 2, 3}); s != (stat{Med: 2.5, Min: 1, Max: 4}) {
 		t.Errorf("even: %v", s)
 	}
 }

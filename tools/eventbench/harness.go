@@ -9,7 +9,6 @@ package main
 import (
 	"runtime"
 	"runtime/debug"
-	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -97,24 +96,11 @@ func percentiles(h *benchharness.Histogram) map[string]float64 {
 	return map[string]float64{"p50_us": h.Quantile(0.5) / 1e3, "p99_us": h.Quantile(0.99) / 1e3}
 }
 
-// stat is a median with its range.
-type stat struct {
-	Med float64 `json:"med"`
-	Min float64 `json:"min"`
-	Max float64 `json:"max"`
-}
+// stat is a median with its range (benchharness's, as gatebench's).
+type stat = benchharness.Stat
 
 // summarize returns the median and range of xs, which must not be empty.
-func summarize(xs []float64) stat {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	med := s[n/2]
-	if n%2 == 0 {
-		med = (s[n/2-1] + s[n/2]) / 2
-	}
-	return stat{med, s[0], s[n-1]}
-}
+var summarize = benchharness.Summarize
 
 // memStats is heapAndStack's, kept off its stack: a MemStats is over 5
 // KiB, and the stacks in use at a GC set the size new goroutines start
