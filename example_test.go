@@ -245,11 +245,17 @@ func ExampleReadyQueue() {
 					return // the queue closed
 				}
 				c := p.(gatenet.ContextIO)
-				n, err := c.ReadContext(noWait, buf)
-				if n > 0 {
-					_, werr := c.WriteContext(context.Background(), buf[:n])
-					if err == nil {
-						err = werr
+				for range 16 { // while reads fill buf more may be there; 16 at most, for fairness
+					var n int
+					n, err = c.ReadContext(noWait, buf)
+					if n > 0 {
+						_, werr := c.WriteContext(context.Background(), buf[:n])
+						if err == nil {
+							err = werr
+						}
+					}
+					if err != nil || n < len(buf) {
+						break // a short read took all there was: Add costs no system call
 					}
 				}
 				switch {

@@ -24,11 +24,13 @@ import (
 // eligible again when a Read on it hits "would block" and parks (so the
 // worker may read until then, bounding the last Read with a deadline or
 // ReadContext), or when the worker hands it back with Add without reading
-// that far. A worker that must not park on an idle connection reads once
+// that far. A worker that must not park on an idle connection reads
 // without blocking — ReadContext (ContextIO) with a context already done
 // returns what is there, or io.EOF, or the context's error if nothing is —
-// and then hands it back with Add, which reports it again at once if more
-// is readable. A connection that closes leaves the queue (Close is how a
+// again while its reads fill the buffer (a bounded number of times, so
+// that a connection that never runs dry does not keep its worker), and
+// then hands it back with Add, which reports it again at once if more is
+// readable. ExampleReadyQueue is that loop. A connection that closes leaves the queue (Close is how a
 // worker drops one; Remove stops watching it without closing it).
 //
 // Add after a read costs no system call when the read came back short or

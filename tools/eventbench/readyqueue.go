@@ -17,6 +17,10 @@ import (
 // nbio read with by default (64 KiB per event loop or poller).
 const rqBufSize = 64 << 10
 
+// maxReads bounds the reads a worker makes of one conn before it hands
+// it back: a conn that never runs dry would otherwise hold its worker.
+const maxReads = 16
+
 type rqServer struct {
 	counter
 	ln   net.Listener
@@ -49,10 +53,10 @@ func (s *rqServer) Close() error {
 // startReadyQueue is the echo server on a gatenet ReadyQueue, written as
 // the package's ExampleReadyQueue writes the worker loop and with its
 // public API only: one goroutine accepts and adds each conn to the queue;
-// workers goroutines take readable conns from Next, read once without
-// ever parking (ReadContext with a context already done), write the
-// bytes back, and hand the conn back with Add; at io.EOF or an error
-// they close it. This one function is the server: a faster API replaces
+// workers goroutines take readable conns from Next, read without ever
+// parking (ReadContext with a context already done), write the bytes
+// back, read again while reads fill the buffer (maxReads at most), and
+// hand the conn back with Add; at io.EOF or an error they close it. This one function is the server: a faster API replaces
 // it here.
 func startReadyQueue(workers int) (server, error) {
 	var lc gatenet.ListenConfig
@@ -97,11 +101,17 @@ func startReadyQueue(workers int) (server, error) {
 					return // the queue closed
 				}
 				c := p.(gatenet.ContextIO)
-				n, err := c.ReadContext(noWait, buf)
-				if n > 0 {
-					_, werr := c.WriteContext(context.Background(), buf[:n])
-					if err == nil {
-						err = werr
+				for range maxReads { // read while reads fill the buffer: more may be there
+					var n int
+					n, err = c.ReadContext(noWait, buf)
+					if n > 0 {
+						_, werr := c.WriteContext(context.Background(), buf[:n])
+						if err == nil {
+							err = werr
+						}
+					}
+					if err != nil || n < len(buf) {
+						break
 					}
 				}
 				switch {
