@@ -27,7 +27,7 @@ import (
 // on a failed wait, the EAGAIN call's result with the wait's error. out,
 // for a datagram write, is the datagram call sends: what the fault layer
 // drops, duplicates or sends late. On a datagram socket with faults
-// attached, the fault layer makes the calls (ioFaulted); stream sockets'
+// attached, the fault layer makes the calls (ioHooked); stream sockets'
 // messages are not faulted.
 func (fd *FD) ioLoop(mode pollfd.Mode, out *datagram, call func() (int, error)) (int, error) {
 	if err := fd.lock(mode); err != nil {
