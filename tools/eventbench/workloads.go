@@ -111,17 +111,28 @@ func message(i int) []byte {
 	return b
 }
 
+// dialFor dials s with a deadline that outlasts a round of duration: a
+// server that stops answering fails the round rather than hanging it.
+func dialFor(s server, duration time.Duration) (net.Conn, error) {
+	c, err := dial(s.Addr())
+	if err != nil {
+		return nil, err
+	}
+	if err := c.SetDeadline(time.Now().Add(duration + 2*time.Minute)); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
 // pingpong: one connection, 64-byte round trips; 1,000 to warm up, then
 // every one timed.
 func pingpong(s server, duration time.Duration) (result, error) {
-	c, err := dial(s.Addr())
+	c, err := dialFor(s, duration)
 	if err != nil {
 		return result{}, err
 	}
 	defer c.Close()
-	if err := c.SetDeadline(time.Now().Add(duration + 2*time.Minute)); err != nil {
-		return result{}, err
-	}
 	msg, reply := message(0), make([]byte, pingSize)
 	for range 1000 {
 		if err := roundTrip(c, msg, reply); err != nil {
@@ -175,14 +186,11 @@ func echoMany(s server, conns int, duration time.Duration) (result, error) {
 // bound). The rate is of bytes echoed back, counted from when the first
 // 32 writes have come back.
 func bulk(s server, duration time.Duration) (result, error) {
-	c, err := dial(s.Addr())
+	c, err := dialFor(s, duration)
 	if err != nil {
 		return result{}, err
 	}
 	defer c.Close()
-	if err := c.SetDeadline(time.Now().Add(duration + 2*time.Minute)); err != nil {
-		return result{}, err
-	}
 	chunk := make([]byte, bulkChunk)
 	for i := range chunk {
 		chunk[i] = byte(i * 7)
