@@ -75,6 +75,12 @@ func (q *ReadyQueue) Remove(p Pollable) {
 // file, a hang-up or an error) and returns it (the value given to Add), or
 // returns ctx's error (bare), or net.ErrClosed after Close. Concurrent
 // calls each get a different report.
+//
+// Workers that stop when the queue is closed pass context.Background():
+// a Next whose context can never be done sleeps in the runtime's poller,
+// and a report reaches it without waking another thread, which is the
+// fastest hand-off the queue has. With a context that can be done, a
+// report may cost a thread wake-up.
 func (q *ReadyQueue) Next(ctx context.Context) (Pollable, error) {
 	v, err := q.list.Next(orBackground(ctx))
 	if err == pollfd.ErrListClosed {

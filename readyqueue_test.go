@@ -221,13 +221,20 @@ func TestReadyQueueWorkers(t *testing.T) {
 	}
 
 	// Four workers: take a ready conn, read what is there, hand it back.
+	// Two wait in Next with a context that can be done (on the queue's
+	// channel), two with one that never is (in a park slot of the
+	// runtime's poller): reports reach both kinds.
 	total := int64(conns * perConn * msgSize)
 	var received sync.WaitGroup
 	received.Add(conns)
-	ctx, cancel := context.WithCancel(context.Background())
+	cancellable, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var workers sync.WaitGroup
 	for w := 0; w < 4; w++ {
+		ctx := cancellable
+		if w%2 == 0 {
+			ctx = context.Background()
+		}
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
@@ -266,6 +273,7 @@ func TestReadyQueueWorkers(t *testing.T) {
 	clients.Wait()
 	received.Wait()
 	cancel()
+	q.Close() // wakes the workers asleep in a slot
 	workers.Wait()
 
 	var sum int64

@@ -25,6 +25,38 @@ package pollfd
 // So a descriptor is reported once per edge, never while a reader holds
 // it, and never after it closes. Lock order: Desc.mu, then ReadyList.mu;
 // the list never takes a Desc's mu while holding its own.
+//
+// How Next sleeps, and how a report wakes it. A Next that finds the list
+// empty sleeps on one of two media, both under the list's mu:
+//
+//	slot    its context can never be done (Done is nil), the list's first
+//	        watched Desc came from a shard with RuntimePark, a park slot
+//	        of that shard is free and the scheduler is not busy (the
+//	        gate's rule, slots.go): it appends the slot to sleepers,
+//	        releases mu and sleeps in the slot's RawConn.Read until
+//	        listWoken is set.
+//	notify  otherwise: it releases mu and selects on notify (capacity
+//	        one, "items may be non-empty") and its context's Done.
+//
+// A report (push), and a Next that pops an item and leaves more, wake one
+// sleeper (wakeOneLocked), under mu: the last of sleepers if there is one
+// (set listWoken, unlink it, write its eventfd), else a token on notify.
+// Either way the woken Next retakes mu and looks again, so a wake it finds
+// spent (another Next took the item first) costs a look, not a report.
+// None is lost: an item is appended and a wake given under one hold of mu,
+// and a sleeper publishes itself under the same hold of mu in which it
+// found the list empty; a slot's sleeper that a write reaches before its
+// Read started sees listWoken at its first look (slots.go). The slot goes
+// back to the shard only after its sleeper retook mu, so no write reaches
+// it there; a Read that fails (never, while the slot is lent) withdraws
+// the sleeper. Close sets closed, closes notify and wakes every sleeper.
+//
+// Why a slot: a report comes from the drain loop (or a harvest), and a
+// goroutine readied from Go code makes the scheduler wake an idle P's
+// thread, a futex wake per report; a slot's sleeper is readied by the
+// runtime's poller on the thread that goes idle, usually the drain
+// loop's own, with no thread woken (docs/DESIGN.md, "ReadyList and
+// ReadyQueue"; docs/PERFORMANCE.md has the measurement).
 
 import (
 	"context"
@@ -41,6 +73,12 @@ type ReadyList struct {
 	items  []*Desc
 	closed bool
 	notify chan struct{} // capacity 1: "items may be non-empty"
+
+	// slots is the shard whose park slots Next sleeps in (the first
+	// watched Desc's, if its poller has RuntimePark); sleepers are the
+	// Nexts asleep in one, each woken by one report.
+	slots    *shard
+	sleepers []*parkSlot
 }
 
 // NewReadyList returns an empty list.
@@ -84,6 +122,9 @@ func (d *Desc) Watch(l *ReadyList, cookie any) error {
 		return errors.New("pollfd: descriptor already watched by another list")
 	}
 	w.list, w.cookie = l, cookie
+	if d.shard.runtimePark {
+		l.lendSlots(d.shard)
+	}
 	if !w.queued {
 		w.armed = true
 		if d.rg.ready {
@@ -143,12 +184,71 @@ func (l *ReadyList) push(d *Desc) {
 	l.mu.Lock()
 	if !l.closed {
 		l.items = append(l.items, d)
-		select { // under mu: Close closes notify under mu too
-		case l.notify <- struct{}{}:
-		default:
-		}
+		l.wakeOneLocked()
 	}
 	l.mu.Unlock()
+}
+
+// lendSlots makes s's park slots the ones Next sleeps in, if it has none
+// yet.
+func (l *ReadyList) lendSlots(s *shard) {
+	l.mu.Lock()
+	if l.slots == nil {
+		l.slots = s
+	}
+	l.mu.Unlock()
+}
+
+// wakeOneLocked tells one Next that items may be non-empty: a sleeper in
+// a slot if there is one, else the notify channel. Called with mu held,
+// so a slot's eventfd is written before its sleeper can give it back.
+func (l *ReadyList) wakeOneLocked() {
+	if n := len(l.sleepers); n > 0 {
+		s := l.sleepers[n-1]
+		l.sleepers[n-1] = nil
+		l.sleepers = l.sleepers[:n-1]
+		s.listWoken = true
+		s.signal()
+		return
+	}
+	select {
+	case l.notify <- struct{}{}:
+	default:
+	}
+}
+
+// sleepLocked parks a Next that found nothing in a park slot, if one is
+// free and the scheduler is not busy (as a gate's waiter would: slots.go),
+// and reports whether it did. Called with mu held; returns with it
+// released if it slept.
+func (l *ReadyList) sleepLocked() bool {
+	sh := l.slots
+	if sh == nil || sh.runnable.Load() >= sh.procs {
+		return false
+	}
+	s := sh.parkSlots.get()
+	if s == nil {
+		return false
+	}
+	s.list, s.listWoken = l, false
+	l.sleepers = append(l.sleepers, s)
+	l.mu.Unlock()
+	sh.stats.parks.Add(1)
+	sh.stats.parksInSlot.Add(1)
+	_ = s.rc.Read(s.listWokenFn)
+	l.mu.Lock()
+	if !s.listWoken { // the Read failed: withdraw
+		for i, x := range l.sleepers {
+			if x == s {
+				l.sleepers = append(l.sleepers[:i], l.sleepers[i+1:]...)
+				break
+			}
+		}
+	}
+	s.list = nil
+	l.mu.Unlock()
+	sh.parkSlots.put(s)
+	return true
 }
 
 func (l *ReadyList) remove(d *Desc) {
@@ -177,11 +277,11 @@ func (l *ReadyList) Next(ctx context.Context) (any, error) {
 			l.items[0] = nil
 			l.items = l.items[1:]
 			if len(l.items) > 0 {
-				select { // more for another Next
-				case l.notify <- struct{}{}:
-				default:
-				}
+				l.wakeOneLocked() // more for another Next
 			}
+		}
+		if d == nil && ctx.Done() == nil && l.sleepLocked() {
+			continue
 		}
 		l.mu.Unlock()
 		if d == nil {
@@ -219,6 +319,9 @@ func (l *ReadyList) Close() {
 	if !l.closed {
 		l.closed = true
 		close(l.notify)
+		for len(l.sleepers) > 0 {
+			l.wakeOneLocked()
+		}
 	}
 	l.mu.Unlock()
 }

@@ -73,6 +73,11 @@ type parkSlot struct {
 	d     *Desc
 	g     *gate
 	woken func(uintptr) bool // s.wokenFn, bound once: parking allocates nothing
+	// list and listWoken are a ReadyList's Next's, asleep in the slot
+	// (ready.go), guarded by the list's mu.
+	list        *ReadyList
+	listWoken   bool
+	listWokenFn func(uintptr) bool
 	// deadline: a slot of one park's own, not the shard's, whose read
 	// deadline is the gate's deadline generation dl (bubble.go).
 	deadline bool
@@ -115,6 +120,7 @@ func newParkSlot() (*parkSlot, error) {
 		return nil, err
 	}
 	s.woken = s.wokenFn
+	s.listWokenFn = s.listWoke
 	return s, nil
 }
 
@@ -172,6 +178,15 @@ func (s *parkSlot) wokenFn(uintptr) bool {
 	s.d.mu.Lock()
 	woken := !s.g.waiting
 	s.d.mu.Unlock()
+	return woken
+}
+
+// listWoke is the parked function of a ReadyList's Next (ready.go):
+// woken once a report chose it.
+func (s *parkSlot) listWoke(uintptr) bool {
+	s.list.mu.Lock()
+	woken := s.listWoken
+	s.list.mu.Unlock()
 	return woken
 }
 
