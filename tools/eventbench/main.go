@@ -61,6 +61,7 @@ type config struct {
 	child     string
 	server    string
 	profile   string // -child only: a CPU profile of the round
+	readBuf   int    // every server's read buffer
 }
 
 func main() {
@@ -82,6 +83,7 @@ func run(args []string, stdout, stderr io.Writer, stdin io.Reader) error {
 	fs.StringVar(&cfg.jsonFile, "json", "", "also write every round and the summary to this file as JSON")
 	fs.IntVar(&cfg.conns, "conns", echoConns, "echo-many's connections")
 	fs.IntVar(&cfg.idle, "idle", idleConns, "idle's connections")
+	fs.IntVar(&cfg.readBuf, "readbuf", defaultReadBuf, "every server's read buffer, in bytes: gnet's per event loop, nbio's per poller, the ReadyQueue's per worker")
 	fs.StringVar(&cfg.child, "child", "", "internal: run one round of this workload in this process")
 	fs.StringVar(&cfg.server, "server", "", "internal: the child's server ("+strings.Join(serverNames, ", ")+")")
 	fs.StringVar(&cfg.profile, "cpuprofile", "", "with -child: write the round's CPU profile (server and clients) to this file")
@@ -91,7 +93,7 @@ func run(args []string, stdout, stderr io.Writer, stdin io.Reader) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if cfg.rounds < 1 || cfg.duration <= 0 || cfg.conns < 1 || cfg.idle < 1 {
+	if cfg.rounds < 1 || cfg.duration <= 0 || cfg.conns < 1 || cfg.idle < 1 || cfg.readBuf < 1 {
 		return errors.New("-rounds, -duration, -conns and -idle must be positive")
 	}
 	if cfg.child != "" {
@@ -157,7 +159,7 @@ func runChild(cfg config, stdout io.Writer, stdin io.Reader) error {
 		os.Exit(3)
 	})
 	defer watchdog.Stop()
-	s, err := startServer(cfg.server)
+	s, err := startServer(cfg.server, cfg.readBuf)
 	if err != nil {
 		return err
 	}
@@ -204,7 +206,7 @@ func runRound(cfg config, exe string, w, srv string) (result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*cfg.duration+4*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, exe, "-child", w, "-server", srv, "-duration", cfg.duration.String(),
-		"-conns", fmt.Sprint(cfg.conns), "-idle", fmt.Sprint(cfg.idle))
+		"-conns", fmt.Sprint(cfg.conns), "-idle", fmt.Sprint(cfg.idle), "-readbuf", fmt.Sprint(cfg.readBuf))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
@@ -261,12 +263,13 @@ func runParent(cfg config, stdout, stderr io.Writer) error {
 		LoadAvg:  []string{loadavg()},
 		Rounds:   cfg.rounds,
 		Duration: cfg.duration.String(),
+		ReadBuf:  cfg.readBuf,
 		Servers:  serverNames,
 	}
 	fmt.Fprintf(stdout, "# eventbench: a gatenet ReadyQueue echo server against gnet and nbio\n\n")
 	fmt.Fprintf(stdout, "%s. Load average at the start: %s.\n", rep.Machine, rep.LoadAvg[0])
-	fmt.Fprintf(stdout, "%d interleaved round(s) (%s), each in a fresh process; %v measured per round of each throughput workload.\n",
-		cfg.rounds, strings.Join(serverNames, ", "), cfg.duration)
+	fmt.Fprintf(stdout, "%d interleaved round(s) (%s), each in a fresh process; %v measured per round of each throughput workload; read buffers of %d bytes.\n",
+		cfg.rounds, strings.Join(serverNames, ", "), cfg.duration, cfg.readBuf)
 	for _, w := range selected {
 		byServer := map[string][]result{}
 		for round := 1; round <= cfg.rounds; round++ {

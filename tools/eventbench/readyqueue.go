@@ -13,10 +13,6 @@ import (
 	"github.com/gatenet/gatenet"
 )
 
-// rqBufSize is each ReadyQueue worker's read buffer: the size gnet and
-// nbio read with by default (64 KiB per event loop or poller).
-const rqBufSize = 64 << 10
-
 // maxReads bounds the reads a worker makes of one conn before it hands
 // it back: a conn that never runs dry would otherwise hold its worker.
 const maxReads = 16
@@ -58,9 +54,10 @@ func (s *rqServer) Close() error {
 // back, read again while reads fill the buffer (maxReads at most), and
 // hand the conn back with Add; at io.EOF or an error they close it. This one function is the server: a faster API replaces
 // it here.
-func startReadyQueue(workers int) (server, error) {
+func startReadyQueue(workers, readBuf int) (server, error) {
 	var lc gatenet.ListenConfig
 	lc.SetMultipathTCP(false) // plain TCP, like gnet's listener and nbio's here
+	lc.KeepAlive = -1         // no keep-alive probes on accepted conns, as gnet's default
 	ln, err := lc.Listen(context.Background(), "tcp4", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -88,7 +85,7 @@ func startReadyQueue(workers int) (server, error) {
 		s.wg.Go(func() {
 			noWait, cancel := context.WithCancel(context.Background())
 			cancel() // a done context: a read returns what is there and never parks
-			buf := make([]byte, rqBufSize)
+			buf := make([]byte, readBuf)
 			var firstErr error
 			defer func() {
 				if firstErr != nil {

@@ -53,6 +53,7 @@ type report struct {
 	LoadAvg  []string `json:"loadavg"` // at the start and at the end
 	Rounds   int      `json:"rounds"`
 	Duration string   `json:"duration"`
+	ReadBuf  int      `json:"read_buf"`
 	Servers  []string `json:"servers"`
 	Elapsed  string   `json:"elapsed"`
 	Rows     []row    `json:"rows"`

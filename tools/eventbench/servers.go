@@ -45,15 +45,17 @@ type server interface {
 	Close() error
 }
 
-// startServer starts the server called name.
-func startServer(name string) (server, error) {
+// startServer starts the server called name, reading into buffers of
+// readBuf bytes (gnet's per event loop, nbio's per poller, the
+// ReadyQueue's per worker).
+func startServer(name string, readBuf int) (server, error) {
 	switch name {
 	case serverGnet:
-		return startGnet()
+		return startGnet(readBuf)
 	case serverNbio:
-		return startNbio()
+		return startNbio(readBuf)
 	case serverReadyQueue:
-		return startReadyQueue(rqWorkers)
+		return startReadyQueue(rqWorkers, readBuf)
 	}
 	return nil, fmt.Errorf("unknown server %q (want %v)", name, serverNames)
 }
@@ -121,12 +123,13 @@ func (s *gnetServer) Close() error {
 // startGnet runs gnet with one event loop per CPU (WithMulticore), its
 // recommended set-up on a multi-core machine; TCP_NODELAY is gnet's
 // default, as it is net's.
-func startGnet() (server, error) {
+func startGnet(readBuf int) (server, error) {
 	h := &gnetEcho{booted: make(chan struct{})}
 	done := make(chan error, 1)
 	go func() {
 		done <- gnet.Run(h, "tcp4://127.0.0.1:0",
 			gnet.WithMulticore(true),
+			gnet.WithReadBufferCap(readBuf),
 			gnet.WithLogger(quietLogger{}))
 	}()
 	select {
@@ -188,19 +191,22 @@ func (s *nbioServer) Close() error {
 // example copies data before writing it; nbio v1.6.8's Write copies
 // whatever the socket does not take at once, so the copy is left out.
 // Config.Listen, nbio's hook for making the listener, is used to listen
-// without Multipath TCP (like the other two servers) and to learn the
-// port.
-func startNbio() (server, error) {
+// without Multipath TCP and with no keep-alive probes on accepted conns
+// (like the other two servers: gnet's default, net's and gatenet's
+// would enable them) and to learn the port.
+func startNbio(readBuf int) (server, error) {
 	nblog.Output = os.Stderr // off stdout, which carries a child's result
 	nblog.SetLevel(nblog.LevelWarn)
 	s := &nbioServer{}
 	var ln net.Listener
 	s.eng = nbio.NewEngine(nbio.Config{
-		Network: "tcp4",
-		Addrs:   []string{"127.0.0.1:0"},
+		Network:        "tcp4",
+		Addrs:          []string{"127.0.0.1:0"},
+		ReadBufferSize: readBuf,
 		Listen: func(network, addr string) (net.Listener, error) {
 			var lc net.ListenConfig
 			lc.SetMultipathTCP(false)
+			lc.KeepAlive = -1 // no keep-alive probes, as gnet's default
 			l, err := lc.Listen(context.Background(), network, addr)
 			ln = l
 			return l, err

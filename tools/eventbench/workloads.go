@@ -24,15 +24,19 @@ import (
 
 // Sizes, as the issue gives them.
 const (
-	pingSize    = 64        // pingpong and echo-many messages
-	bulkChunk   = 128 << 10 // bulk writes
-	bulkWindow  = 8         // bulk writes in flight (written, not yet echoed back)
-	dialers     = 4         // accept's concurrent clients
-	echoConns   = 1000      // echo-many's default connections
-	idleConns   = 10000     // idle's default connections
-	maxLoopOps  = 1 << 40   // a bound on any timed loop besides its duration
-	dialTimeout = 10 * time.Second
-	ioTimeout   = 30 * time.Second // a hang detector on clients' reads and writes
+	pingSize   = 64        // pingpong and echo-many messages
+	bulkChunk  = 128 << 10 // bulk writes
+	bulkWindow = 8         // bulk writes in flight (written, not yet echoed back)
+	dialers    = 4         // accept's concurrent clients
+	// defaultReadBuf is every server's read buffer unless -readbuf says
+	// otherwise: what gnet and nbio read with by default (64 KiB per
+	// event loop or poller).
+	defaultReadBuf = 64 << 10
+	echoConns      = 1000    // echo-many's default connections
+	idleConns      = 10000   // idle's default connections
+	maxLoopOps     = 1 << 40 // a bound on any timed loop besides its duration
+	dialTimeout    = 10 * time.Second
+	ioTimeout      = 30 * time.Second // a hang detector on clients' reads and writes
 )
 
 // workload is one workload: its name, what it does, and its figures.
