@@ -201,10 +201,12 @@ func ExampleTCPConn_ReadContext() {
 }
 
 // The worker loop to copy: one goroutine accepts and adds each conn to a
-// ReadyQueue; workers take readable conns from Next, read once without
-// ever parking (ReadContext with a context already done), echo, and hand
-// the conn back with Add; at io.EOF (or an error) they close it and do not
-// add it again. Several workers may share the queue.
+// ReadyQueue; workers take readable conns from Next, read without ever
+// parking (ReadContext with a context already done), echo, read again
+// while reads fill the buffer, and hand the conn back with Add; at io.EOF
+// (or an error) they close it and do not add it again. Several workers may
+// share the queue. Their Next takes context.Background() — closing the
+// queue is what stops them — which is the queue's fastest wait.
 func ExampleReadyQueue() {
 	ln, err := gatenet.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -240,7 +242,7 @@ func ExampleReadyQueue() {
 			cancel() // a done context: a read returns what is there and never parks
 			buf := make([]byte, 4096)
 			for {
-				p, err := q.Next(context.Background())
+				p, err := q.Next(context.Background()) // never done: the fastest wait
 				if err != nil {
 					return // the queue closed
 				}
