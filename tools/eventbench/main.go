@@ -17,11 +17,11 @@
 //
 //   - pingpong: 64-byte echo on one connection; round trips/s, p50, p99.
 //   - echo-many: 64-byte echo on 1,000 connections at once, a client
-//     goroutine each; messages/s, p99.
+//     goroutine each; messages/s, p50, p99.
 //   - bulk: 128 KiB writes on one connection, 8 in flight, echoed back;
 //     MB/s (10^6 bytes) echoed.
 //   - accept: 4 dialers, each: dial, write 1 byte, read it back, close;
-//     connections/s, p99.
+//     connections/s, p50, p99.
 //   - idle: HeapInuse+StackInuse (after a GC) per connection the server
 //     holds, 10,000 idle connections.
 //
@@ -45,6 +45,7 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"time"
@@ -61,6 +62,7 @@ type config struct {
 	child     string
 	server    string
 	profile   string // -child only: a CPU profile of the round
+	trace     string // -child only: an execution trace of the round
 	readBuf   int    // every server's read buffer
 }
 
@@ -87,6 +89,7 @@ func run(args []string, stdout, stderr io.Writer, stdin io.Reader) error {
 	fs.StringVar(&cfg.child, "child", "", "internal: run one round of this workload in this process")
 	fs.StringVar(&cfg.server, "server", "", "internal: the child's server ("+strings.Join(serverNames, ", ")+")")
 	fs.StringVar(&cfg.profile, "cpuprofile", "", "with -child: write the round's CPU profile (server and clients) to this file")
+	fs.StringVar(&cfg.trace, "trace", "", "with -child: write the round's execution trace (go tool trace) to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -94,7 +97,7 @@ func run(args []string, stdout, stderr io.Writer, stdin io.Reader) error {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if cfg.rounds < 1 || cfg.duration <= 0 || cfg.conns < 1 || cfg.idle < 1 || cfg.readBuf < 1 {
-		return errors.New("-rounds, -duration, -conns and -idle must be positive")
+		return errors.New("-rounds, -duration, -conns, -idle and -readbuf must be positive")
 	}
 	if cfg.child != "" {
 		return runChild(cfg, stdout, stdin)
@@ -173,6 +176,17 @@ func runChild(cfg config, stdout io.Writer, stdin io.Reader) error {
 			return errors.Join(err, s.Close())
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if cfg.trace != "" {
+		f, err := os.Create(cfg.trace)
+		if err != nil {
+			return errors.Join(err, s.Close())
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return errors.Join(err, s.Close())
+		}
+		defer trace.Stop()
 	}
 	var r result
 	switch cfg.child {

@@ -55,6 +55,7 @@ var workloads = []workload{
 	}},
 	{"echo-many", "64-byte echo on 1,000 connections at once, a client goroutine each", []metric{
 		{"messages/s", false, result.rate, kilo},
+		{"p50 µs", true, extra("p50_us"), fixed(0)},
 		{"p99 µs", true, extra("p99_us"), fixed(0)},
 		{"CPU µs/message", true, cpuPerOp, fixed(1)},
 	}},
@@ -64,6 +65,7 @@ var workloads = []workload{
 	}},
 	{"accept", "4 dialers, each: dial, write 1 byte, read it back, close", []metric{
 		{"connections/s", false, result.rate, kilo},
+		{"p50 µs", true, extra("p50_us"), fixed(0)},
 		{"p99 µs", true, extra("p99_us"), fixed(0)},
 		{"CPU µs/connection", true, cpuPerOp, fixed(0)},
 	}},
