@@ -166,27 +166,19 @@ func runChild(cfg config, stdout io.Writer, stdin io.Reader) error {
 	if err != nil {
 		return err
 	}
-	if cfg.profile != "" {
-		f, err := os.Create(cfg.profile)
+	for _, rec := range []struct {
+		path  string
+		start func(io.Writer) error
+		stop  func()
+	}{
+		{cfg.profile, pprof.StartCPUProfile, pprof.StopCPUProfile},
+		{cfg.trace, trace.Start, trace.Stop},
+	} {
+		stop, err := record(rec.path, rec.start, rec.stop)
 		if err != nil {
 			return errors.Join(err, s.Close())
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return errors.Join(err, s.Close())
-		}
-		defer pprof.StopCPUProfile()
-	}
-	if cfg.trace != "" {
-		f, err := os.Create(cfg.trace)
-		if err != nil {
-			return errors.Join(err, s.Close())
-		}
-		defer f.Close()
-		if err := trace.Start(f); err != nil {
-			return errors.Join(err, s.Close())
-		}
-		defer trace.Stop()
+		defer stop()
 	}
 	var r result
 	switch cfg.child {
@@ -211,6 +203,23 @@ func runChild(cfg config, stdout io.Writer, stdin io.Reader) error {
 	}
 	r.Workload, r.Server = cfg.child, cfg.server
 	return writeResult(stdout, r)
+}
+
+// record starts one of the child's recordings of its round (a CPU
+// profile, an execution trace) into the file path names, if any, and
+// returns what stops it.
+func record(path string, start func(io.Writer) error, stop func()) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := start(f); err != nil {
+		return nil, errors.Join(err, f.Close())
+	}
+	return func() { stop(); f.Close() }, nil
 }
 
 // ---- parent ----
