@@ -166,20 +166,16 @@ func runChild(cfg config, stdout io.Writer, stdin io.Reader) error {
 	if err != nil {
 		return err
 	}
-	for _, rec := range []struct {
-		path  string
-		start func(io.Writer) error
-		stop  func()
-	}{
-		{cfg.profile, pprof.StartCPUProfile, pprof.StopCPUProfile},
-		{cfg.trace, trace.Start, trace.Stop},
-	} {
-		stop, err := record(rec.path, rec.start, rec.stop)
-		if err != nil {
-			return errors.Join(err, s.Close())
-		}
-		defer stop()
+	stopProfile, err := record(cfg.profile, pprof.StartCPUProfile, pprof.StopCPUProfile)
+	if err != nil {
+		return errors.Join(err, s.Close())
 	}
+	defer stopProfile()
+	stopTrace, err := record(cfg.trace, trace.Start, trace.Stop)
+	if err != nil {
+		return errors.Join(err, s.Close())
+	}
+	defer stopTrace()
 	var r result
 	switch cfg.child {
 	case "pingpong":
