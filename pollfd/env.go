@@ -30,7 +30,8 @@ var errNotPositive = errors.New("not positive")
 
 // optionsFromEnv returns Default's options: DefaultOptions, with
 // GATENET_POLLER's strategy and GATENET_SHARDS's shard count where they
-// are set and valid. err is the first invalid one's *envconf.Error. Unset,
+// are set and valid (the count follows GOMAXPROCS otherwise, whatever the
+// strategy). err is the first invalid one's *envconf.Error. Unset,
 // empty or blank, a variable keeps the default.
 func optionsFromEnv() (opts Options, err error) {
 	opts = DefaultOptions()
@@ -38,6 +39,7 @@ func optionsFromEnv() (opts Options, err error) {
 		if o, perr := parseOptions(v); perr != nil {
 			err = &envconf.Error{Var: envPoller, Value: v, Want: envPollerWant, Err: perr}
 		} else {
+			o.Shards = opts.Shards // GATENET_SHARDS's, or GOMAXPROCS's
 			opts = o
 		}
 	}

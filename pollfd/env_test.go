@@ -3,9 +3,11 @@
 package pollfd_test
 
 import (
+	"cmp"
 	"errors"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -19,24 +21,32 @@ import (
 // (Default reads the environment once per process) for each setting: an
 // invalid GATENET_POLLER or GATENET_SHARDS is every Open's error on the
 // default poller, naming the variable, its value and the valid syntax;
-// unset, empty or blank ones keep the default.
+// unset, empty or blank ones keep the default. The shard count follows
+// the child's GOMAXPROCS (ShardsFor) unless GATENET_SHARDS sets it,
+// whatever GATENET_POLLER says.
 func TestDefaultFromEnvironment(t *testing.T) {
-	for _, tc := range []struct{ poller, shards, want string }{
-		{"x", "", "GATENET_POLLER"},
-		{"nested+harvest+bogus", "", "GATENET_POLLER"},
-		{"nested+harvest+harvest", "", "GATENET_POLLER"},
-		{"nested", "0", "GATENET_SHARDS"},
-		{"nested", "-1", "GATENET_SHARDS"},
-		{"nested", "x", "GATENET_SHARDS"},
-		{"nested", "1.5", "GATENET_SHARDS"},
-		{"x", "0", "GATENET_POLLER"}, // the first invalid one is reported
-		{"", "", "ok"},
-		{"  ", "", "ok"},
-		{"dedicated+harvest", "2", "ok"},
+	for _, tc := range []struct{ poller, shards, want, procs string }{
+		{"x", "", "GATENET_POLLER", ""},
+		{"nested+harvest+bogus", "", "GATENET_POLLER", ""},
+		{"nested+harvest+harvest", "", "GATENET_POLLER", ""},
+		{"nested", "0", "GATENET_SHARDS", ""},
+		{"nested", "-1", "GATENET_SHARDS", ""},
+		{"nested", "x", "GATENET_SHARDS", ""},
+		{"nested", "1.5", "GATENET_SHARDS", ""},
+		{"x", "0", "GATENET_POLLER", ""}, // the first invalid one is reported
+		{"", "", "ok", ""},
+		{"  ", "", "ok", ""},
+		{"dedicated+harvest", "2", "ok", ""},
+		{"", "", "ok", "16"},               // 4 shards
+		{"nested+harvest", "", "ok", "16"}, // 4 shards: the strategy leaves the count alone
+		{"", "2", "ok", "16"},              // GATENET_SHARDS wins
+		{"", "", "ok", "5"},                // 2 shards
+		{"nested", "x", "GATENET_SHARDS", "16"},
 	} {
-		t.Run(tc.poller+"/"+tc.shards, func(t *testing.T) {
+		procs := cmp.Or(tc.procs, "2")
+		t.Run(tc.poller+"/"+tc.shards+"/"+procs, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestDefaultEnvChild$", "-test.count=1", "-test.v")
-			cmd.Env = append(os.Environ(),
+			cmd.Env = append(os.Environ(), "GOMAXPROCS="+procs,
 				"GATENET_POLLER="+tc.poller, "GATENET_SHARDS="+tc.shards, "GATENET_ENV_CHILD="+tc.want)
 			out, err := cmd.CombinedOutput()
 			require.NoError(t, err, "%s", out)
@@ -58,11 +68,13 @@ func TestDefaultEnvChild(t *testing.T) {
 			opts, err = pollfd.DefaultOptions(), nil
 		}
 		require.NoError(t, err)
+		opts.Shards = pollfd.ShardsFor(runtime.GOMAXPROCS(0))
 		if s := os.Getenv("GATENET_SHARDS"); s != "" {
 			require.Equal(t, s, "2")
 			opts.Shards = 2
 		}
 		require.Equal(t, opts, p.Options())
+		require.Equal(t, opts.Shards, p.Shards())
 		d, err := p.Open(r)
 		require.NoError(t, err)
 		d.Unblock()
@@ -76,11 +88,9 @@ func TestDefaultEnvChild(t *testing.T) {
 	}[want]
 	// The default in place of what was mistyped.
 	if want == "GATENET_POLLER" {
-		opts := p.Options()
-		opts.Shards = 0
-		require.Equal(t, pollfd.DefaultOptions(), opts)
+		require.Equal(t, pollfd.DefaultOptions(), p.Options())
 	} else {
-		require.Equal(t, 1, p.Shards())
+		require.Equal(t, pollfd.ShardsFor(runtime.GOMAXPROCS(0)), p.Shards())
 	}
 	opens := map[string]func() (*pollfd.Desc, error){
 		"Open":      func() (*pollfd.Desc, error) { return p.Open(r) },

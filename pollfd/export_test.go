@@ -19,3 +19,7 @@ func (d *Desc) Rearm() { d.rearm() }
 // AddRunnable adds n to the count of woken waiters not yet running of the
 // shard d is on, as if n more were queued (harvestNow's rule).
 func (d *Desc) AddRunnable(n int32) { d.shard.runnable.Add(n) }
+
+// MoveToShard is moveToShard, which internal/poll reaches through
+// internal/pollhook.
+func (d *Desc) MoveToShard(i int) bool { return d.moveToShard(i) }

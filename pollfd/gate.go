@@ -217,8 +217,8 @@ type gate struct {
 // Desc is one registered descriptor. The zero value is not usable; get one
 // from (*Poller).Open.
 type Desc struct {
-	shard *shard
-	token uint64 // set by table.insert before publication; immutable
+	shard *shard // set by open; moved only by moveToShard, before anything else refers to it (place.go)
+	token uint64 // set by table.insert before publication, and again by moveToShard
 	fd    int32
 
 	state  atomic.Uint32 // descClosing, descClosed, descEventErr, descInSet, descBubble, descDurable
@@ -456,14 +456,14 @@ func (d *Desc) settleLocked(mode Mode, g *gate) (done bool, err error) {
 }
 
 // deliver records an epoll event for d: the drain loop's (and a harvesting
-// waiter's) half of the protocol. It mirrors netpollready.
+// waiter's) half of the protocol, and returns how many waiters it woke.
+// It mirrors netpollready.
 //
 // The event is counted under mu before anyone is woken, as the wake-ups
 // are: whoever the event wakes, and whoever then looks at the gate, sees it
 // in Stats.Events, and a Stats baseline taken after a wake-up is never
 // overtaken by the event that caused it.
-func (d *Desc) deliver(events uint32) {
-	woke := 0
+func (d *Desc) deliver(events uint32) (woke int) {
 	d.mu.Lock()
 	d.shard.stats.events.Add(1)
 	d.setLocked(descEventErr, events == unix.EPOLLERR)
@@ -488,6 +488,7 @@ func (d *Desc) deliver(events uint32) {
 		d.shard.stats.wakeupsEvent.Add(uint64(woke))
 	}
 	d.mu.Unlock()
+	return woke
 }
 
 // kick wakes mode's waiter as an edge would, with no event behind it: the

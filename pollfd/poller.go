@@ -11,13 +11,17 @@ import (
 
 // Poller is gatenet's epoll poller: one or more shards (epoll instances,
 // each with its drain loop and token table) over which Open spreads
-// descriptors round-robin.
+// descriptors round-robin, or as a key names (ShardFor; place.go).
 type Poller struct {
 	opts   Options
 	shards []*shard
 	next   atomic.Uint32
 	mu     sync.Mutex // serialises Close
 	envErr error      // Default's: an invalid GATENET_POLLER or GATENET_SHARDS (env.go); every Open returns it
+
+	// started: every shard's init has run (New, or Default's first Open).
+	startOnce sync.Once
+	startErr  error
 }
 
 func newPoller(opts Options) *Poller {
@@ -44,10 +48,11 @@ var (
 	live   = map[*shard]struct{}{}
 )
 
-// Default returns the process-wide poller. Its epoll instance is created
-// lazily by the first Open, with options from the GATENET_POLLER environment
-// variable (see ParseOptions) or DefaultOptions, and GATENET_SHARDS epoll
-// instances (default 1). If either variable is invalid, Default's poller
+// Default returns the process-wide poller. Its epoll instances are
+// created by the first Open, with options from the GATENET_POLLER
+// environment variable (see ParseOptions) or DefaultOptions, and
+// GATENET_SHARDS of them (by default ShardsFor the GOMAXPROCS of
+// Default's first call). If either variable is invalid, Default's poller
 // has the default in its place, and every Open, OpenShard and OpenLazy on
 // it fails with an *envconf.Error naming the variable, its value and what
 // it accepts.
@@ -69,15 +74,31 @@ func New(opts Options) (*Poller, error) {
 		return nil, err
 	}
 	p := newPoller(opts)
-	for i, s := range p.shards {
-		if err := s.init(); err != nil {
-			for _, s := range p.shards[:i] {
-				s.close()
-			}
-			return nil, err
+	if err := p.start(); err != nil {
+		for _, s := range p.shards {
+			s.close()
 		}
+		return nil, err
 	}
 	return p, nil
+}
+
+// start initialises every shard, once: New's, and Default's at its first
+// Open, so that the poller's own descriptors (epoll instances, park
+// slots) are made together, as the runtime makes its poller's at its first
+// use, and not one shard at a time whenever a descriptor first lands on
+// it. An error is every later Open's, as the runtime's netpollinit
+// failure is fatal.
+func (p *Poller) start() error {
+	p.startOnce.Do(func() {
+		for _, s := range p.shards {
+			if err := s.init(); err != nil {
+				p.startErr = err
+				return
+			}
+		}
+	})
+	return p.startErr
 }
 
 // Open registers fd with one of the poller's shards (round-robin):
@@ -88,10 +109,19 @@ func New(opts Options) (*Poller, error) {
 // polled (a regular file or a directory) and the caller falls back to
 // blocking I/O.
 func (p *Poller) Open(fd int) (*Desc, error) {
-	if p.envErr != nil {
-		return nil, p.envErr
+	if err := p.usable(); err != nil {
+		return nil, err
 	}
 	return p.nextShard().open(fd, false)
+}
+
+// usable is what every Open checks first: the environment's error, else
+// start's.
+func (p *Poller) usable() error {
+	if p.envErr != nil {
+		return p.envErr
+	}
+	return p.start()
 }
 
 // nextShard is the round-robin choice of Open.
@@ -106,8 +136,8 @@ func (p *Poller) nextShard() *shard {
 // related descriptors — a listener and the connections it accepts — on
 // one epoll instance.
 func (p *Poller) OpenShard(fd, i int) (*Desc, error) {
-	if p.envErr != nil {
-		return nil, p.envErr
+	if err := p.usable(); err != nil {
+		return nil, err
 	}
 	if i < 0 {
 		i = -i
@@ -125,8 +155,8 @@ func (p *Poller) OpenShard(fd, i int) (*Desc, error) {
 // and the kernel reports at EPOLL_CTL_ADD any readiness that arrived
 // since. A failure to join is the error of that first wait.
 func (p *Poller) OpenLazy(fd, shard int) (*Desc, error) {
-	if p.envErr != nil {
-		return nil, p.envErr
+	if err := p.usable(); err != nil {
+		return nil, err
 	}
 	if shard < 0 {
 		return p.nextShard().open(fd, true)

@@ -25,7 +25,7 @@ type shard struct {
 	// have not run since (gate.woken): goroutines in the scheduler's
 	// queues. A harvest waits while there are any (harvestNow).
 	runnable atomic.Int32
-	procs    int32 // GOMAXPROCS when the shard started: runnable ≥ procs is a busy scheduler (Desc.harvest)
+	procs    int32 // the shard's share of GOMAXPROCS when it started: runnable ≥ procs is a busy scheduler (Desc.harvest)
 
 	runtimePark bool      // Options.RuntimePark
 	parkSlots   parkSlots // slots.go
@@ -50,9 +50,9 @@ func (s *shard) init() error {
 			return
 		}
 		s.epfd = epfd
-		s.procs = int32(max(runtime.GOMAXPROCS(0), 1))
+		s.procs = int32(procsOfShard(runtime.GOMAXPROCS(0), len(s.poller.shards)))
 		if s.runtimePark {
-			if err := s.parkSlots.start(); err != nil {
+			if err := s.parkSlots.start(parkSlotsPerP * int(s.procs)); err != nil {
 				unix.Close(epfd)
 				s.initErr = err
 				return
@@ -71,6 +71,9 @@ func (s *shard) init() error {
 	})
 	return s.initErr
 }
+
+// procsOfShard is one shard's share of procs Ps among shards, rounded up.
+func procsOfShard(procs, shards int) int { return max(1, (procs+shards-1)/shards) }
 
 // open is pollOpen: table entry first, then EPOLL_CTL_ADD, unless lazy
 // (OpenLazy), when the Desc joins the epoll set at its first wait.
@@ -102,10 +105,12 @@ func (s *shard) open(fd int, lazy bool) (*Desc, error) {
 	return d, nil
 }
 
-// dispatch hands a batch of events to their descriptors. It reports
-// whether the batch held the dedicated loop's wake-up (wakeToken).
-func (s *shard) dispatch(events []unix.EpollEvent) (woken bool) {
-	stale := 0
+// dispatch hands a batch of events to their descriptors; drained says
+// the drain loop fetched them (a harvest did otherwise), for
+// Stats.DrainEvents and DrainWakeups. It reports whether the batch held
+// the dedicated loop's wake-up (wakeToken).
+func (s *shard) dispatch(events []unix.EpollEvent, drained bool) (woken bool) {
+	stale, delivered, woke := 0, 0, 0
 	for i := range events {
 		ev := &events[i]
 		token := eventToken(ev)
@@ -118,10 +123,17 @@ func (s *shard) dispatch(events []unix.EpollEvent) (woken bool) {
 			stale++
 			continue
 		}
-		d.deliver(ev.Events) // counts it in Stats.Events
+		woke += d.deliver(ev.Events) // counts it in Stats.Events
+		delivered++
 	}
 	if stale > 0 {
 		s.stats.staleEvents.Add(uint64(stale))
+	}
+	if drained && delivered > 0 {
+		s.stats.drainEvents.Add(uint64(delivered))
+		if woke > 0 {
+			s.stats.drainWakeups.Add(uint64(woke))
+		}
 	}
 	return woken
 }

@@ -33,7 +33,8 @@ package pollfd
 // harmless. A waiter gives its slot back only once no waker can write it
 // (its park claimed, or withdrawn, under mu).
 //
-// Slots are few (parkSlotsPerP per P, made when the shard starts, so a
+// Slots are few (parkSlotsPerP per P of the shard's share of them, made
+// when the shard starts, so a
 // shard's descriptor count does not change under a running program), and
 // a waiter that finds none, or whose wait can be cancelled by a context,
 // parks on its gate as before. Slots go to whoever parks first and are
@@ -43,23 +44,23 @@ package pollfd
 // connections), and its cost, the eventfd write, shows only where the I/O
 // itself is as cheap (pipe ping-pong; docs/PERFORMANCE.md).
 //
-// Nor does a waiter take a slot while as many waiters as there are Ps,
-// woken by its shard, are still queued (Desc.harvest reports busy). Then
-// no P is idle for goready's wake-up to cost anything, and a slot's waiter
+// Nor does a waiter take a slot while as many waiters as its shard has
+// Ps, woken by the shard, are still queued (Desc.harvest reports busy).
+// Then no P is idle for goready's wake-up to cost anything, and a slot's waiter
 // would be run only when some thread, out of work, next consults the
 // runtime's poller: where many clients connect at once, slots cost
 // connection rate (docs/PERFORMANCE.md has the measurement).
 
 import (
 	"os"
-	"runtime"
 	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
-// parkSlotsPerP is how many park slots a shard makes per P. More lose on
+// parkSlotsPerP is how many park slots a shard makes per P of its share
+// (shard.procs: all of them with one shard). More lose on
 // many-connection servers (more eventfd writes, more server CPU per
 // request) and gain nothing on ping-pong (docs/PERFORMANCE.md).
 const parkSlotsPerP = 2
@@ -92,9 +93,8 @@ type parkSlots struct {
 	stopped bool
 }
 
-// start makes the shard's slots (all free; stop closes them).
-func (ps *parkSlots) start() error {
-	n := parkSlotsPerP * runtime.GOMAXPROCS(0)
+// start makes the shard's n slots (all free; stop closes them).
+func (ps *parkSlots) start(n int) error {
 	for range n {
 		s, err := newParkSlot()
 		if err != nil {

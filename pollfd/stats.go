@@ -5,6 +5,7 @@ package pollfd
 import (
 	"math/bits"
 	"sync/atomic"
+	"time"
 )
 
 type counters struct {
@@ -26,6 +27,9 @@ type counters struct {
 	wakeupsClose     atomic.Uint64
 	wakeupsKick      atomic.Uint64
 	canceled         atomic.Uint64
+	drainEvents      atomic.Uint64
+	drainWakeups     atomic.Uint64
+	drainNanos       atomic.Uint64
 	perWait          [9]atomic.Uint64
 }
 
@@ -79,6 +83,9 @@ func (s *shard) snapshot() Stats {
 		WakeupsClose:     c.wakeupsClose.Load(),
 		WakeupsKick:      c.wakeupsKick.Load(),
 		Canceled:         c.canceled.Load(),
+		DrainEvents:      c.drainEvents.Load(),
+		DrainWakeups:     c.drainWakeups.Load(),
+		DrainTime:        time.Duration(c.drainNanos.Load()),
 	}
 	st.Wakeups = st.WakeupsEvent + st.WakeupsDeadline + st.WakeupsClose + st.WakeupsKick
 	for i := range st.EventsPerWait {

@@ -92,7 +92,7 @@ func (s *shard) harvestNow() {
 	n, errno := epollWaitNow(s.epfd, h.buf[:])
 	if errno == 0 && n > 0 {
 		s.stats.harvests.Add(1)
-		s.dispatch(h.buf[:n])
+		s.dispatch(h.buf[:n], false)
 	}
 	h.mu.Unlock()
 }

@@ -25,6 +25,7 @@ func (p *Poller) Open(int) (*Desc, error)               { return nil, errors.Err
 func (p *Poller) OpenShard(int, int) (*Desc, error)     { return nil, errors.ErrUnsupported }
 func (p *Poller) OpenLazy(int, int) (*Desc, error)      { return nil, errors.ErrUnsupported }
 func (p *Poller) Shards() int                           { return 0 }
+func (p *Poller) ShardFor(uint64) int                   { return 0 }
 func (p *Poller) Close() error                          { return nil }
 func (p *Poller) ShardStats() []Stats                   { return nil }
 func (p *Poller) Stats() Stats                          { return Stats{} }

@@ -78,10 +78,14 @@ func (t *table) insert(d *Desc) bool {
 }
 
 // remove releases d's slot. It reports false if d is not registered.
-func (t *table) remove(d *Desc) bool {
+func (t *table) remove(d *Desc) bool { return t.removeToken(d.token, d) }
+
+// removeToken releases the slot of token, if d holds it: remove, for a
+// Desc whose token has moved to another table (MoveToShard).
+func (t *table) removeToken(token uint64, d *Desc) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	i := uint32(d.token)
+	i := uint32(token)
 	s := t.slot(i)
 	if s == nil || s.desc.Load() != d {
 		return false

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"expvar"
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Mode selects a direction, with the runtime's values.
@@ -71,9 +73,9 @@ type Options struct {
 	Strategy Strategy
 	// Harvest lets a waiter run epoll_wait(…, 0) itself before it parks.
 	Harvest bool
-	// Shards is how many epoll instances descriptors are spread over
-	// (round-robin), each with its own drain loop; 0 means 1. A waiter
-	// harvests only its own shard.
+	// Shards is how many epoll instances descriptors are spread over,
+	// each with its own drain loop; 0 means 1. A waiter harvests only its
+	// own shard. DefaultOptions sets ShardsFor(GOMAXPROCS).
 	Shards int
 	// RuntimePark lets a parking waiter wait in the Go runtime's poller,
 	// on one of a few eventfds, so that its wake-up needs no thread wake
@@ -81,10 +83,27 @@ type Options struct {
 	RuntimePark bool
 }
 
-// DefaultOptions returns what Default uses unless GATENET_POLLER says
-// otherwise: Nested with Harvest and RuntimePark (strategy.go says why;
-// docs/PERFORMANCE.md has the measurements).
-func DefaultOptions() Options { return Options{Strategy: Nested, Harvest: true, RuntimePark: true} }
+// DefaultOptions returns what Default uses unless GATENET_POLLER or
+// GATENET_SHARDS says otherwise: Nested with Harvest and RuntimePark
+// (strategy.go says why; docs/PERFORMANCE.md has the measurements), on
+// ShardsFor(runtime.GOMAXPROCS(0)) shards.
+func DefaultOptions() Options {
+	return Options{Strategy: Nested, Harvest: true, RuntimePark: true, Shards: ShardsFor(runtime.GOMAXPROCS(0))}
+}
+
+// procsPerShard is how many Ps one shard's drain loop serves in
+// DefaultOptions (docs/DESIGN.md, "How delivery scales with the cores",
+// has the measurements that chose it).
+const procsPerShard = 4
+
+// ShardsFor returns DefaultOptions' shard count for procs Ps (GOMAXPROCS):
+// one shard per four Ps, rounded up, so 1 up to 4 Ps, 2 up to 8, 4 at 16
+// and 16 at 64. A shard's drain loop is one goroutine through which all of
+// the shard's readiness that its waiters do not harvest passes; with one
+// per four Ps, delivery grows with the cores (place.go).
+func ShardsFor(procs int) int {
+	return max(1, (procs+procsPerShard-1)/procsPerShard)
+}
 
 // String gives the form ParseOptions reads: "nested", "dedicated",
 // "nested+harvest", "dedicated+harvest", any of them with "+rpark"
@@ -180,6 +199,20 @@ type Stats struct {
 	WakeupsKick     uint64 // a wake-up the fault layer asked for (Desc.kick)
 	Canceled        uint64 // waits abandoned because their context ended
 
+	// Delivery by the drain loops (drain.go), the rest of Events and
+	// WakeupsEvent being the waiters' harvests': the events they
+	// delivered, the waiters those woke, and the time they spent
+	// delivering, from each wake to their next wait (drainNow says how it
+	// is measured). Read per shard (ShardStats) over an interval, DrainTime
+	// over the interval's length is the share of one core a shard's one
+	// drain goroutine needs, and DrainWakeups over all shards' Wakeups the
+	// share of the process's wake-ups it delivers: where both grow with
+	// the load, that goroutine is the serial point (docs/DESIGN.md, "How
+	// delivery scales with the cores").
+	DrainEvents  uint64
+	DrainWakeups uint64
+	DrainTime    time.Duration
+
 	// EventsPerWait is a histogram of the events one drain-loop epoll_wait
 	// returned: bucket 0 counts returns with no event, bucket i (i ≥ 1)
 	// those with 2^(i-1) to 2^i-1 events.
@@ -207,6 +240,9 @@ func (t *Stats) add(s Stats) {
 	t.WakeupsClose += s.WakeupsClose
 	t.WakeupsKick += s.WakeupsKick
 	t.Canceled += s.Canceled
+	t.DrainEvents += s.DrainEvents
+	t.DrainWakeups += s.DrainWakeups
+	t.DrainTime += s.DrainTime
 	for i := range t.EventsPerWait {
 		t.EventsPerWait[i] += s.EventsPerWait[i]
 	}

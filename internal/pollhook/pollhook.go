@@ -26,3 +26,9 @@ var Kick any
 //	WakeDurable   func(*pollfd.Desc, pollfd.Mode): wake the Desc's own
 //	              durable waiters in mode (a dial wakes its listener).
 var InBubble, Pair, AcceptDurably, NeverDurable, WakePeer, WakeDurable any
+
+// MoveToShard is pollfd's Desc.moveToShard, a func(*pollfd.Desc, int) bool
+// typed as Kick is: it moves a lazily opened Desc that nothing else refers
+// to yet to another shard of its poller (pollfd/place.go), for a dialled
+// socket placed beside its peer.
+var MoveToShard any
