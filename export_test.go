@@ -26,3 +26,10 @@ var SpliceCalls = poll.SpliceCalls
 // ParseUnixControlWith is ParseUnixControl closing through closeFD, so a
 // fuzz target can feed it descriptor numbers it does not own.
 var ParseUnixControlWith = parseUnixControl
+
+// ShardOf is the poller shard c's descriptor is on.
+func ShardOf(c Pollable) int { return c.descriptor().Desc().Shard() }
+
+// LocalAddrKnown reports whether c's local address has been learnt (it is
+// learnt when first asked for, localaddr.go, or by placeBesidePeer).
+func LocalAddrKnown(c *TCPConn) bool { return c.fd.laddr.Load() != nil }

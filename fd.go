@@ -4,6 +4,8 @@ package gatenet
 
 import (
 	"context"
+	"encoding/binary"
+	"math/bits"
 	"net"
 	"os"
 	"sync/atomic"
@@ -231,13 +233,17 @@ func (fd *netFD) accept(ctx context.Context) (*netFD, error) {
 }
 
 // newAccepted wraps an accepted socket as one of the listener's kind, on
-// the listener's poller.
+// the listener's poller: on the listener's shard (ListenGroup), or on the
+// shard its dialling end's address names (placeBesidePeer).
 func (fd *netFD) newAccepted(s int, rsa unix.Sockaddr) (*netFD, error) {
+	p := fd.pfd.Desc().Poller()
 	shard := poll.AnyShard
 	if fd.inheritShard {
 		shard = fd.pfd.Desc().Shard()
+	} else if key, ok := dialerKey(rsa); ok && p.Shards() > 1 && fd.sotype == unix.SOCK_STREAM {
+		shard = p.ShardFor(key)
 	}
-	nfd, err := newNetFD(s, int(fd.family), int(fd.sotype), fd.net, fd.pfd.Desc().Poller(), shard)
+	nfd, err := newNetFD(s, int(fd.family), int(fd.sotype), fd.net, p, shard)
 	if err != nil {
 		return nil, err
 	}
@@ -250,6 +256,55 @@ func (fd *netFD) newAccepted(s int, rsa unix.Sockaddr) (*netFD, error) {
 	nfd.raddr = nfd.addr(rsa)
 	nfd.lazyLocal = true // getsockname(2) when asked (localaddr.go)
 	return nfd, nil
+}
+
+// placeBesidePeer moves a dialled TCP socket to the poller shard that its
+// peer's accept, if the peer is this process's, puts the other end on:
+// the shard the dialling end's address names (dialerKey), which accept
+// learns from accept4(2) and the dialler from getsockname(2). A hop
+// between two ends of one shard is carried by its waiters' harvests,
+// without a drain loop's wake-up (pollfd/place.go). Only a peer on a
+// loopback address can be this process's, and only a poller of several
+// shards has a choice, so nothing else pays the getsockname; its address
+// is then the one LocalAddr returns. The socket stays where it is if its
+// connect had to wait (it is in the epoll set by then), and in a synctest
+// bubble.
+func (fd *netFD) placeBesidePeer(raddr net.Addr) {
+	pd := fd.pfd.Desc()
+	ta, ok := raddr.(*net.TCPAddr)
+	if pd == nil || !ok || !ta.IP.IsLoopback() || pd.Poller().Shards() == 1 || fd.pfd.InBubble() {
+		return
+	}
+	lsa, err := getsockname(fd.pfd.Sysfd)
+	if err != nil {
+		return
+	}
+	key, ok := dialerKey(lsa)
+	if !ok {
+		return
+	}
+	fd.setLocalAddr(fd.addr(lsa))
+	fd.pfd.MoveToShard(pd.Poller().ShardFor(key))
+}
+
+// dialerKey is the placement key of a TCP connection: its dialling end's
+// address and port, an IPv4 address in its IPv4-mapped form, so that a
+// dual-stack listener's accept and an IPv4 dialler agree.
+func dialerKey(sa unix.Sockaddr) (uint64, bool) {
+	var a [16]byte
+	var port int
+	switch sa := sa.(type) {
+	case *unix.SockaddrInet4:
+		a[10], a[11] = 0xff, 0xff
+		copy(a[12:], sa.Addr[:])
+		port = sa.Port
+	case *unix.SockaddrInet6:
+		a, port = sa.Addr, sa.Port
+	default:
+		return 0, false
+	}
+	hi, lo := binary.BigEndian.Uint64(a[:8]), binary.BigEndian.Uint64(a[8:])
+	return hi ^ bits.RotateLeft64(lo, 16) ^ uint64(port), true
 }
 
 // dupOf duplicates f's descriptor with F_DUPFD_CLOEXEC, under f's own

@@ -205,6 +205,9 @@ func (fd *netFD) dial(ctx context.Context, laddr, raddr net.Addr, cfg socketConf
 	}
 	if fd.isConnected && fd.sotype != unix.SOCK_DGRAM && fd.sotype != unix.SOCK_RAW {
 		fd.lazyLocal = true // fixed by the connect: learnt when asked (localaddr.go)
+		if fd.sotype == unix.SOCK_STREAM {
+			fd.placeBesidePeer(raddr)
+		}
 	} else {
 		lsa, _ := getsockname(fd.pfd.Sysfd)
 		fd.setLocalAddr(fd.addr(lsa))

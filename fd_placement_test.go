@@ -1,0 +1,120 @@
+//go:build linux
+
+package gatenet_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gatenet/gatenet"
+	"github.com/gatenet/gatenet/internal/testutil"
+	"github.com/gatenet/gatenet/pollfd"
+)
+
+// On a poller of several shards, a TCP connection's two ends, both this
+// process's, share a shard (fd.go, placeBesidePeer; pollfd/place.go), so
+// its hops are harvested rather than carried by a drain loop.
+
+// TestPlaceBesidePeer: each pair on one shard, whichever family (a
+// dual-stack listener accepting an IPv4 dialler included); the dialler's
+// LocalAddr is the acceptor's RemoteAddr; many pairs use every shard; and
+// the moved ends carry bytes both ways.
+func TestPlaceBesidePeer(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	p := testutil.NewPoller(t, pollfd.Options{Strategy: pollfd.Nested, Harvest: true, RuntimePark: true, Shards: 4})
+	for _, tc := range []struct{ listenNet, listenAddr, dialNet, dialHost string }{
+		{"tcp4", "127.0.0.1:0", "tcp4", "127.0.0.1"},
+		{"tcp6", "[::1]:0", "tcp6", "::1"},
+		{"tcp", ":0", "tcp4", "127.0.0.1"},
+	} {
+		t.Run(tc.listenNet+"/"+tc.dialNet, func(t *testing.T) {
+			if tc.dialNet == "tcp6" && !supportsIPv6Loopback() {
+				t.Skip("no IPv6 loopback")
+			}
+			ln, err := (&gatenet.ListenConfig{Poller: p}).Listen(context.Background(), tc.listenNet, tc.listenAddr)
+			require.NoError(t, err)
+			defer ln.Close()
+			addr := net.JoinHostPort(tc.dialHost, fmt.Sprint(ln.Addr().(*net.TCPAddr).Port))
+			d := &gatenet.Dialer{Poller: p}
+			used := map[int]int{}
+			for i := range 32 {
+				c, err := d.Dial(tc.dialNet, addr)
+				require.NoError(t, err)
+				s, err := ln.Accept()
+				require.NoError(t, err)
+				cs, ss := gatenet.ShardOf(c.(gatenet.Pollable)), gatenet.ShardOf(s.(gatenet.Pollable))
+				require.Equal(t, cs, ss, "pair %d: the dialled end on shard %d, the accepted one on %d", i, cs, ss)
+				require.True(t, gatenet.LocalAddrKnown(c.(*gatenet.TCPConn)), "placement learnt the address")
+				require.Equal(t, s.RemoteAddr().String(), c.LocalAddr().String())
+				used[cs]++
+				exchange(t, c, s)
+				require.NoError(t, c.Close())
+				require.NoError(t, s.Close())
+			}
+			require.GreaterOrEqual(t, len(used), 2, "32 pairs on one shard: %v", used)
+		})
+	}
+}
+
+// TestPlaceBesidePeerNot: a one-shard poller asks the kernel nothing more
+// (the dialler's address stays unlearnt until asked for); the peers
+// placement cannot pair, net's and a Unix socket's, work as before.
+func TestPlaceBesidePeerNot(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	one := testutil.NewPoller(t, pollfd.Options{Strategy: pollfd.Nested, Harvest: true, RuntimePark: true, Shards: 1})
+	four := testutil.NewPoller(t, pollfd.Options{Strategy: pollfd.Nested, Harvest: true, RuntimePark: true, Shards: 4})
+
+	ln, err := (&gatenet.ListenConfig{Poller: one}).Listen(context.Background(), "tcp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	c, err := (&gatenet.Dialer{Poller: one}).Dial("tcp4", ln.Addr().String())
+	require.NoError(t, err)
+	s, err := ln.Accept()
+	require.NoError(t, err)
+	require.False(t, gatenet.LocalAddrKnown(c.(*gatenet.TCPConn)), "one shard: no getsockname at dial")
+	exchange(t, c, s)
+	require.Equal(t, s.RemoteAddr().String(), c.LocalAddr().String())
+	c.Close()
+	s.Close()
+
+	nl, err := net.Listen("tcp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer nl.Close()
+	c, err = (&gatenet.Dialer{Poller: four}).Dial("tcp4", nl.Addr().String())
+	require.NoError(t, err)
+	s, err = nl.Accept()
+	require.NoError(t, err)
+	exchange(t, c, s)
+	c.Close()
+	s.Close()
+
+	ul, err := (&gatenet.ListenConfig{Poller: four}).Listen(context.Background(), "unix", t.TempDir()+"/sock")
+	require.NoError(t, err)
+	defer ul.Close()
+	c, err = (&gatenet.Dialer{Poller: four}).Dial("unix", ul.Addr().String())
+	require.NoError(t, err)
+	s, err = ul.Accept()
+	require.NoError(t, err)
+	exchange(t, c, s)
+	c.Close()
+	s.Close()
+}
+
+// exchange sends a byte each way between a and b.
+func exchange(t *testing.T, a, b net.Conn) {
+	t.Helper()
+	for _, dir := range [][2]net.Conn{{a, b}, {b, a}} {
+		_, err := dir[0].Write([]byte{'x'})
+		require.NoError(t, err)
+		var buf [1]byte
+		_, err = dir[1].Read(buf[:])
+		require.NoError(t, err)
+	}
+}
