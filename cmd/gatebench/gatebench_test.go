@@ -203,3 +203,47 @@ gatebench-latency-us p50=1230 p99=7400 p999=12000
 		}
 	}
 }
+
+func TestParseProcs(t *testing.T) {
+	got, err := parseProcs(" 2, 4,8 ,16")
+	if err != nil || fmt.Sprint(got) != "[2 4 8 16]" {
+		t.Fatalf("parseProcs: %v, %v", got, err)
+	}
+	if got, err := parseProcs(""); got != nil || err != nil {
+		t.Errorf("empty: %v, %v", got, err)
+	}
+	for _, bad := range []string{"0", "-2", "2,x", "2,,4", "4,4", "1.5"} {
+		if _, err := parseProcs(bad); err == nil {
+			t.Errorf("-procs %q accepted", bad)
+		}
+	}
+}
+
+// TestCores builds the per-GOMAXPROCS curve and the delivery table from
+// made-up rounds.
+func TestCores(t *testing.T) {
+	rep := func(procs int, ratio float64, core float64) *report {
+		gn := []result{{Ops: 1, Seconds: 1, Extra: map[string]float64{
+			"shards": 1, "drain_busiest_core": core, "drain_busiest_wakeups": 0.5, "drain_events_per_cpu_s": 2e6}}}
+		r := &report{GOMAXPROCS: procs, Machine: "go, linux/amd64, 2 CPUs, GOMAXPROCS 2, Linux x",
+			Results: map[string]map[string][]result{"echo-many": {"gatenet": gn}}}
+		r.add("echo-many", "messages/s", kilo, false, []result{{Ops: 100, Seconds: 1}}, []result{{Ops: int64(100 * ratio), Seconds: 1}}, nil, perSec)
+		return r
+	}
+	var b bytes.Buffer
+	reps := []*report{rep(2, 1.2, 0.25), rep(16, 0.9, 0.8)}
+	printCores(&b, reps)
+	reps[1].print(&b)
+	for _, want := range []string{
+		"## Cores: gatenet/net by GOMAXPROCS (2 CPUs here)",
+		"| workload | metric | 2 | 16 |",
+		"| echo-many | messages/s | 1.20 | 0.90 |",
+		"| echo-many | gatenet: busiest drain loop, share of a core | 25% | 80% |",
+		"| echo-many | gatenet: wake-ups the busiest drain loop delivered | 50% | 50% |",
+		"| echo-many | 1 | 80 (80–80) | 50 (50–50) | 2000 (2000–2000) |",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, b.String())
+		}
+	}
+}

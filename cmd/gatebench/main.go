@@ -47,19 +47,31 @@
 //   - scale: ping-pong as above with 5,000 idle connected pairs of the
 //     same library open (10,000 registered descriptors), and with none.
 //
+// With -procs 2,4,8,16 every workload runs once per value, its children
+// at that GOMAXPROCS (net's and gatenet's alike), a table per value, then
+// "Cores": each ratio per value side by side (procs.go).
+//
+// Under each table, gatenet's delivery: how much of one core its busiest
+// drain loop needed and what share of the wake-ups it delivered
+// (benchharness.DrainShares), the serial point that sharding removes
+// (docs/DESIGN.md, "How delivery scales with the cores").
+//
 // The "limit" column is a C program (climit.c, compiled with cc -O2 when a
 // compiler is found) doing the same ping-pong and bulk over loopback TCP
 // with both ends in one thread around one epoll instance: no thread or
 // process switch per message, the floor of what any Go poller can do.
 //
 //	go run ./cmd/gatebench -rounds 5 -duration 1s -json gatebench.json
+//	go run ./cmd/gatebench -rounds 3 -procs 2,4,8,16 -workloads echo-many,pingpong
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -86,6 +98,7 @@ var (
 	workloadsFlag = "all"
 	jsonFlag      = ""
 	idleFlag      = idleConns
+	procsFlag     = ""
 )
 
 func main() {
@@ -101,6 +114,8 @@ func main() {
 				"comma-separated workloads to run, or all: "+strings.Join(workloadNames(), ","))
 			flag.StringVar(&jsonFlag, "json", jsonFlag, "also write every round and the medians to this file as JSON")
 			flag.IntVar(&idleFlag, "idle", idleFlag, "idle connections for the idle and scale workloads")
+			flag.StringVar(&procsFlag, "procs", procsFlag,
+				"comma-separated GOMAXPROCS values: every workload at each, a table per value and the ratios side by side")
 		},
 	})
 }
@@ -176,13 +191,12 @@ func runParent(h *benchharness.Harness) error {
 			return fmt.Errorf("-idle %d needs %d descriptors, RLIMIT_NOFILE allows %d: lower -idle", idleFlag, 2*idleFlag+256, lim.Max)
 		}
 	}
-	rep := &report{
-		Command:  strings.Join(os.Args, " "),
-		Machine:  benchharness.Machine(),
-		Rounds:   h.Rounds,
-		Duration: h.Duration.String(),
-		Results:  map[string]map[string][]result{},
+	procs, err := parseProcs(procsFlag)
+	if err != nil {
+		return err
 	}
+	var climitNote string
+	climit := false
 	if needsCLimit(selected) {
 		dir, err := os.MkdirTemp("", "gatebench-")
 		if err != nil {
@@ -190,16 +204,53 @@ func runParent(h *benchharness.Harness) error {
 		}
 		defer os.RemoveAll(dir)
 		if path, err := buildCLimit(dir); err != nil {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("no limit column: %v", err))
+			climitNote = fmt.Sprintf("no limit column: %v", err)
 		} else {
 			os.Setenv(climitEnv, path) // the children inherit it
-			rep.climit = true
+			climit = true
 		}
 	}
 	h.Header("gatenet vs the standard library")
+	if procs == nil {
+		_, err := runAll(h, selected, 0, climit, climitNote)
+		return err
+	}
+	var reps []*report
+	for _, p := range procs {
+		rep, err := runAll(h, selected, p, climit, climitNote)
+		if err != nil {
+			return err
+		}
+		reps = append(reps, rep)
+	}
+	printCores(os.Stdout, reps)
+	return nil
+}
+
+// runAll runs every selected workload with the children at GOMAXPROCS
+// procs (0: as the parent's environment has it), prints the table and
+// writes the JSON (per value of -procs, "-p<procs>" before the extension).
+func runAll(h *benchharness.Harness, selected []workload, procs int, climit bool, climitNote string) (*report, error) {
+	rep := &report{
+		Command:    strings.Join(os.Args, " "),
+		Machine:    benchharness.Machine(),
+		GOMAXPROCS: procs,
+		Rounds:     h.Rounds,
+		Duration:   h.Duration.String(),
+		Results:    map[string]map[string][]result{},
+		climit:     climit,
+	}
+	if climitNote != "" {
+		rep.Notes = append(rep.Notes, climitNote)
+	}
+	if procs > 0 {
+		os.Setenv("GOMAXPROCS", strconv.Itoa(procs)) // the children inherit it
+		defer os.Unsetenv("GOMAXPROCS")
+		fmt.Printf("\n# GOMAXPROCS %d in every child\n", procs)
+	}
 	for _, w := range selected {
 		if err := w.run(h, rep); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for _, r := range rep.Rows {
@@ -210,10 +261,15 @@ func runParent(h *benchharness.Harness) error {
 	}
 	rep.print(os.Stdout)
 	if jsonFlag != "" {
-		if err := rep.writeJSON(jsonFlag); err != nil {
-			return err
+		name := jsonFlag
+		if procs > 0 {
+			ext := filepath.Ext(name)
+			name = fmt.Sprintf("%s-p%d%s", strings.TrimSuffix(name, ext), procs, ext)
 		}
-		fmt.Fprintf(os.Stderr, "gatebench: wrote %s\n", jsonFlag)
+		if err := rep.writeJSON(name); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(os.Stderr, "gatebench: wrote %s\n", name)
 	}
-	return nil
+	return rep, nil
 }

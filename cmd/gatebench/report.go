@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/gatenet/gatenet/internal/benchharness"
 )
@@ -32,12 +33,15 @@ type row struct {
 }
 
 type report struct {
-	Command  string `json:"command"`
-	Machine  string `json:"machine"`
-	Poller   string `json:"poller,omitempty"`
-	Rounds   int    `json:"rounds"`
-	Duration string `json:"duration"`
-	Rows     []row  `json:"rows"`
+	Command string `json:"command"`
+	Machine string `json:"machine"`
+	// GOMAXPROCS is the children's, from -procs (0: the parent's own,
+	// which Machine gives).
+	GOMAXPROCS int    `json:"gomaxprocs,omitempty"`
+	Poller     string `json:"poller,omitempty"`
+	Rounds     int    `json:"rounds"`
+	Duration   string `json:"duration"`
+	Rows       []row  `json:"rows"`
 	// Results holds every round's raw result: workload → contender →
 	// rounds in order.
 	Results map[string]map[string][]result `json:"results"`
@@ -130,6 +134,64 @@ func (rep *report) print(w io.Writer) {
 	}
 	for _, n := range rep.Notes {
 		fmt.Fprintf(w, "Note: %s.\n", n)
+	}
+	rep.printDelivery(w)
+}
+
+// deliveryWorkloads are the workloads whose gatenet rounds carry the
+// drain loops' figures (benchharness.DrainShares), in the table's order.
+func deliveryWorkloads(rep *report) []string {
+	var out []string
+	for _, r := range rep.Rows {
+		if _, ok := rep.deliveryStat(r.Workload, "shards"); ok && !slices.Contains(out, r.Workload) {
+			out = append(out, r.Workload)
+		}
+	}
+	return out
+}
+
+// deliveryStat is the median and range of gatenet's Extra[key] over the
+// workload's rounds.
+func (rep *report) deliveryStat(workload, key string) (stat, bool) {
+	rs := rep.Results[workload]["gatenet"]
+	var xs []float64
+	for _, r := range rs {
+		if v, ok := r.Extra[key]; ok {
+			xs = append(xs, v)
+		}
+	}
+	if len(xs) == 0 {
+		return stat{}, false
+	}
+	return benchharness.Summarize(xs), true
+}
+
+// printDelivery prints how gatenet's delivery spread over its drain loops
+// in each workload (benchharness.DrainShares).
+func (rep *report) printDelivery(w io.Writer) {
+	names := deliveryWorkloads(rep)
+	if len(names) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\ngatenet's delivery, medians (min–max): the busiest drain loop's share of one core and of the")
+	fmt.Fprintln(w, "wake-ups, and the events the drain loops delivered per second of their time (docs/DESIGN.md,")
+	fmt.Fprintln(w, "\"How delivery scales with the cores\").")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| workload | shards | busiest drain loop, % of a core | its % of all wake-ups | events per drain-loop CPU ms |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|")
+	pct := func(x float64) string { return fmt.Sprintf("%.0f", 100*x) }
+	perMs := func(x float64) string { return fmt.Sprintf("%.0f", x/1e3) }
+	for _, name := range names {
+		cell := func(key string, f func(float64) string) string {
+			s, ok := rep.deliveryStat(name, key)
+			if !ok {
+				return ""
+			}
+			return fmt.Sprintf("%s (%s–%s)", f(s.Med), f(s.Min), f(s.Max))
+		}
+		shards, _ := rep.deliveryStat(name, "shards")
+		fmt.Fprintf(w, "| %s | %.0f | %s | %s | %s |\n", name, shards.Med,
+			cell("drain_busiest_core", pct), cell("drain_busiest_wakeups", pct), cell("drain_events_per_cpu_s", perMs))
 	}
 }
 

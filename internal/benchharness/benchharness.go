@@ -128,15 +128,23 @@ func orList(xs []string) string {
 func runChild(c Command, mode, kind string, size int, duration time.Duration) error {
 	onGatenet := strings.HasPrefix(kind, "gatenet")
 	var before pollfd.Stats
+	var beforeShards []pollfd.Stats
+	start := time.Now()
 	if onGatenet {
-		before = pollfd.Default().Stats()
+		before, beforeShards = pollfd.Default().Stats(), pollfd.Default().ShardStats()
 	}
 	r, err := c.Child(mode, kind, size, duration)
 	if err != nil {
 		return err
 	}
 	if onGatenet {
-		addPollerCounts(&r, before, pollfd.Default().Stats())
+		p := pollfd.Default()
+		addPollerCounts(&r, before, p.Stats())
+		if r.Extra != nil {
+			for k, v := range DrainShares(beforeShards, p.ShardStats(), time.Since(start)) {
+				r.Extra[k] = v
+			}
+		}
 	}
 	r.Kind, r.Mode, r.Size = c.Baseline, mode, size
 	switch {
@@ -171,6 +179,44 @@ func addPollerCounts(r *Result, before, after pollfd.Stats) {
 	r.Extra["harvests_per_op"] = per(after.Harvests, before.Harvests)
 	r.Extra["harvests_deferred_per_op"] = per(after.HarvestsDeferred, before.HarvestsDeferred)
 	r.Extra["epoll_adds_per_op"] = per(after.EpollAdds, before.EpollAdds)
+}
+
+// DrainShares says how the poller's delivery spread over its drain loops
+// between two ShardStats snapshots elapsed apart (docs/DESIGN.md, "How
+// delivery scales with the cores"):
+//
+//   - drain_busiest_core: the busiest drain loop's DrainTime over elapsed,
+//     the share of one core its one goroutine needed. Near 1, that
+//     goroutine is the process's serial point.
+//   - drain_busiest_wakeups: the wake-ups that loop delivered over all
+//     the poller's wake-ups: 1 when one goroutine woke everyone.
+//   - drain_events_per_cpu_s: events the drain loops delivered per second
+//     of their time, all shards.
+//   - shards: how many there were.
+func DrainShares(before, after []pollfd.Stats, elapsed time.Duration) map[string]float64 {
+	var busiest, wakeups, busiestWakeups, events uint64
+	var drainTime time.Duration
+	for i := range after {
+		dt := after[i].DrainTime - before[i].DrainTime
+		drainTime += dt
+		events += after[i].DrainEvents - before[i].DrainEvents
+		wakeups += after[i].Wakeups - before[i].Wakeups
+		if uint64(dt) > busiest {
+			busiest = uint64(dt)
+		}
+		busiestWakeups = max(busiestWakeups, after[i].DrainWakeups-before[i].DrainWakeups)
+	}
+	out := map[string]float64{"shards": float64(len(after))}
+	if elapsed > 0 {
+		out["drain_busiest_core"] = float64(busiest) / float64(elapsed)
+	}
+	if wakeups > 0 {
+		out["drain_busiest_wakeups"] = float64(busiestWakeups) / float64(wakeups)
+	}
+	if drainTime > 0 {
+		out["drain_events_per_cpu_s"] = float64(events) / drainTime.Seconds()
+	}
+	return out
 }
 
 // Contenders returns baseline followed by the GATENET_POLLER name of every
@@ -315,8 +361,9 @@ func (h *Harness) runOne(mode, contender string, size int) (Result, error) {
 		return Result{}, fmt.Errorf("child output %q: %v", stdout.String(), err)
 	}
 	// The default poller ignores a GATENET_POLLER it cannot parse: make
-	// sure the child really ran the strategy asked for.
-	if r.Kind != contender {
+	// sure the child really ran the strategy asked for (on however many
+	// shards its GOMAXPROCS or GATENET_SHARDS gave it: "/4-shards").
+	if strategy, _, _ := strings.Cut(r.Kind, "/"); strategy != contender {
 		return Result{}, fmt.Errorf("child ran %q, want %q", r.Kind, contender)
 	}
 	if r.Ops == 0 || r.Seconds <= 0 {

@@ -3,6 +3,7 @@
 package benchharness
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -45,5 +46,25 @@ func TestPollerCounts(t *testing.T) {
 	addPollerCounts(&none, before, pollfd.Default().Stats())
 	if none.Extra != nil {
 		t.Errorf("a round without operations got %v", none.Extra)
+	}
+}
+
+func TestDrainShares(t *testing.T) {
+	before := []pollfd.Stats{{}, {DrainTime: time.Second}}
+	after := []pollfd.Stats{
+		{DrainTime: 200 * time.Millisecond, DrainEvents: 300, DrainWakeups: 100, Wakeups: 150},
+		{DrainTime: time.Second + 600*time.Millisecond, DrainEvents: 500, DrainWakeups: 200, Wakeups: 250},
+	}
+	got := DrainShares(before, after, 2*time.Second)
+	want := map[string]float64{
+		"shards":                 2,
+		"drain_busiest_core":     0.3,       // 600 ms of 2 s
+		"drain_busiest_wakeups":  0.5,       // 200 of 400
+		"drain_events_per_cpu_s": 800 / 0.8, // 800 events in 800 ms
+	}
+	for k, w := range want {
+		if g := got[k]; math.Abs(g-w) > 1e-9 {
+			t.Errorf("%s = %v, want %v", k, g, w)
+		}
 	}
 }
