@@ -1,6 +1,8 @@
-// Package pollfd is gatenet's epoll readiness poller: one epoll instance per
-// Poller, a drain loop that turns epoll events into wake-ups, and a Desc per
-// registered descriptor whose two gates (read and write) I/O waiters park on.
+// Package pollfd is gatenet's epoll readiness poller: a Poller of one or
+// more shards, each an epoll instance with a drain loop that turns its
+// events into wake-ups, and a Desc per registered descriptor whose two
+// gates (read and write) I/O waiters park on. The default poller has a
+// shard per four Ps, so delivery grows with GOMAXPROCS (place.go).
 //
 // It realises, outside the Go runtime, the ten contracts the runtime's own
 // netpoller offers internal/poll:
