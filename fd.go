@@ -240,8 +240,10 @@ func (fd *netFD) newAccepted(s int, rsa unix.Sockaddr) (*netFD, error) {
 	shard := poll.AnyShard
 	if fd.inheritShard {
 		shard = fd.pfd.Desc().Shard()
-	} else if key, ok := dialerKey(rsa); ok && p.Shards() > 1 && fd.sotype == unix.SOCK_STREAM {
-		shard = p.ShardFor(key)
+	} else if p.Shards() > 1 && fd.sotype == unix.SOCK_STREAM {
+		if key, ok := dialerKey(rsa); ok {
+			shard = p.ShardFor(key)
+		}
 	}
 	nfd, err := newNetFD(s, int(fd.family), int(fd.sotype), fd.net, p, shard)
 	if err != nil {
