@@ -70,41 +70,39 @@ func TestPlaceBesidePeerNot(t *testing.T) {
 	testutil.Watchdog(t, 2*time.Minute)
 	one := testutil.NewPoller(t, pollfd.Options{Strategy: pollfd.Nested, Harvest: true, RuntimePark: true, Shards: 1})
 	four := testutil.NewPoller(t, pollfd.Options{Strategy: pollfd.Nested, Harvest: true, RuntimePark: true, Shards: 4})
-
-	ln, err := (&gatenet.ListenConfig{Poller: one}).Listen(context.Background(), "tcp4", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	c, err := (&gatenet.Dialer{Poller: one}).Dial("tcp4", ln.Addr().String())
-	require.NoError(t, err)
-	s, err := ln.Accept()
-	require.NoError(t, err)
-	require.False(t, gatenet.LocalAddrKnown(c.(*gatenet.TCPConn)), "one shard: no getsockname at dial")
-	exchange(t, c, s)
-	require.Equal(t, s.RemoteAddr().String(), c.LocalAddr().String())
-	c.Close()
-	s.Close()
-
-	nl, err := net.Listen("tcp4", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer nl.Close()
-	c, err = (&gatenet.Dialer{Poller: four}).Dial("tcp4", nl.Addr().String())
-	require.NoError(t, err)
-	s, err = nl.Accept()
-	require.NoError(t, err)
-	exchange(t, c, s)
-	c.Close()
-	s.Close()
-
-	ul, err := (&gatenet.ListenConfig{Poller: four}).Listen(context.Background(), "unix", t.TempDir()+"/sock")
-	require.NoError(t, err)
-	defer ul.Close()
-	c, err = (&gatenet.Dialer{Poller: four}).Dial("unix", ul.Addr().String())
-	require.NoError(t, err)
-	s, err = ul.Accept()
-	require.NoError(t, err)
-	exchange(t, c, s)
-	c.Close()
-	s.Close()
+	listen := func(p *pollfd.Poller) func(network, address string) (net.Listener, error) {
+		return func(network, address string) (net.Listener, error) {
+			return (&gatenet.ListenConfig{Poller: p}).Listen(context.Background(), network, address)
+		}
+	}
+	for _, tc := range []struct {
+		name           string
+		listen         func(network, address string) (net.Listener, error)
+		dialer         *pollfd.Poller
+		network, laddr string
+		learntAtDial   bool
+	}{
+		{"one shard", listen(one), one, "tcp4", "127.0.0.1:0", false},
+		{"net's listener", net.Listen, four, "tcp4", "127.0.0.1:0", true},
+		{"unix", listen(four), four, "unix", t.TempDir() + "/sock", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := tc.listen(tc.network, tc.laddr)
+			require.NoError(t, err)
+			defer ln.Close()
+			c, err := (&gatenet.Dialer{Poller: tc.dialer}).Dial(tc.network, ln.Addr().String())
+			require.NoError(t, err)
+			defer c.Close()
+			s, err := ln.Accept()
+			require.NoError(t, err)
+			defer s.Close()
+			if tcp, ok := c.(*gatenet.TCPConn); ok {
+				require.Equal(t, tc.learntAtDial, gatenet.LocalAddrKnown(tcp), "address learnt at dial")
+			}
+			exchange(t, c, s)
+			require.Equal(t, s.RemoteAddr().String(), c.LocalAddr().String())
+		})
+	}
 }
 
 // exchange sends a byte each way between a and b.
