@@ -276,8 +276,9 @@ func (l *drainLoop) exitIfIdle(s *shard) bool {
 // until a short batch. It returns true (end the Read) only when the shard
 // is closed, false to park until the epoll fd is readable again. Its time,
 // from the runtime handing it the epoll fd to its return, is
-// Stats.DrainTime: the loop never blocks in it, so that is its CPU time,
-// at the cost of reading the monotonic clock (vDSO) twice per wake.
+// Stats.DrainTime: the loop never blocks in it, so that is its CPU time
+// while its thread keeps a CPU (more, where threads outnumber CPUs), at
+// the cost of reading the monotonic clock (vDSO) twice per wake.
 func (l *drainLoop) drainNow(s *shard) bool {
 	start := nanotime()
 	defer func() { s.stats.drainNanos.Add(uint64(nanotime() - start)) }()

@@ -38,9 +38,9 @@ package pollfd
 import "github.com/gatenet/gatenet/internal/pollhook"
 
 // ShardFor maps key to one of the poller's shards, for OpenLazy and
-// OpenShard: the same key always gives the same shard,
-// and keys that differ only in a few low bits (ephemeral ports are often
-// handed out two apart) still spread over all of them.
+// OpenShard: the same key always gives the same shard, and keys that
+// differ only in a few low bits (ephemeral ports are often handed out two
+// apart) still spread over all of them.
 func (p *Poller) ShardFor(key uint64) int {
 	if len(p.shards) == 1 {
 		return 0

@@ -177,7 +177,7 @@ func (rep *report) printDelivery(w io.Writer) {
 	fmt.Fprintln(w, "wake-ups, and the events the drain loops delivered per second of their time (docs/DESIGN.md,")
 	fmt.Fprintln(w, "\"How delivery scales with the cores\").")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| workload | shards | busiest drain loop, % of a core | its % of all wake-ups | events per drain-loop CPU ms |")
+	fmt.Fprintln(w, "| workload | shards | busiest drain loop, % of a core | its % of all wake-ups | events per drain-loop ms |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|")
 	pct := func(x float64) string { return fmt.Sprintf("%.0f", 100*x) }
 	perMs := func(x float64) string { return fmt.Sprintf("%.0f", x/1e3) }
