@@ -300,6 +300,7 @@ func (f *File) Fd() uintptr {
 		return ^uintptr(0)
 	}
 	defer f.fd.Decref()
+	f.fd.HandedOut()
 	return uintptr(f.fd.Sysfd)
 }
 

@@ -19,32 +19,54 @@ package pollfd
 // under mu, in the same lock acquisition as the park, right after
 // settleLocked found nothing to consume):
 //
-//   - d is durable: opened in a bubble (descBubble) and then either paired
-//     with its peer, the other end of the same loopback connection or
-//     pipe, also opened in a bubble (pair: the root package finds the two
-//     ends), or a listener of the bubble that a dial of the bubble has
-//     reached (acceptDurably);
-//   - the waiting goroutine is in a bubble;
-//   - the gate's deadline, if armed, is on a timer of a bubble's clock;
+//   - d is durable: opened in a bubble (descBubble, with the bubble's id in
+//     descExt.bubble) and then either paired with its peer, the other end
+//     of the same loopback connection or pipe, opened in the same bubble
+//     (pair: the root package finds the two ends), or a listener of the
+//     bubble that a dial of the bubble has reached (acceptDurably);
+//   - the waiting goroutine is in d's bubble (currentBubble): a wait from
+//     another bubble or from outside every bubble is an ordinary one, as
+//     over net, and it unpairs d (below);
+//   - the gate's deadline, if armed, is on a timer of d's bubble's clock;
 //   - poll(2) with a zero timeout says the descriptor is not ready in
 //     mode: nothing is pending in the kernel;
 //   - nothing is in flight towards it that the kernel has not delivered
 //     (inFlight: on TCP, bytes the peer sent that d has not received, or,
-//     for a write, segments d sent that are not yet acknowledged).
+//     for a write, segments d sent that are not yet acknowledged while the
+//     peer has nothing left to read, whose read would acknowledge them).
 //
 // Otherwise the wait parks as outside a bubble, and the drain loop wakes it.
 //
-// Who wakes a durable park. Only goroutines of the bubble may (the runtime
-// throws on a wake from outside), so the drain loop and a harvest never
-// do (wakeEdgeLocked): the edge they see is recorded in ready, as ever.
-// The bubble's own goroutines do: after each system call that may make a
+// The medium. A durable park sleeps on the gate's durableSema
+// (sema_durable.go): the runtime's gopark with a wait reason the bubble
+// counts as durable, readied by goready, which any goroutine may call. So
+// a Close, a deadline set or fired outside the bubble, a context
+// cancelled outside it, or I/O from another bubble wakes the park at once;
+// none of them can crash the process, as a send on a channel of the
+// bubble from outside it would.
+//
+// Who wakes a durable park. The drain loop and a harvest never do
+// (wakeEdgeLocked): the edge they see is recorded in ready, as ever, since
+// the bubble counts on its own goroutines to make d ready. They do: after
+// each system call that may make a
 // peer ready — a read (room for the peer's writes), a write (data), a
 // shutdown or close (end of stream) — the descriptor layer calls wakePeer,
 // which wakes the peer's durable waiter in the other direction; a dial
 // wakes the listener it reached (wakeDurable); and deadlines set in the
 // bubble, contexts cancelled in it and Close by its goroutines wake as
-// they always do, since they run in the bubble. wakeLocked refuses a
-// durable park's wake to a goroutine outside every bubble.
+// they always do. A Close or a deadline from outside wakes as ever; a
+// deadline set outside is on the real clock, and wakes a durable waiter
+// to park again as an ordinary one, which that clock's timer can end.
+//
+// Unpairing. A descriptor used from outside its bubble — a wait, or a
+// wake of a durable park by a goroutine of another bubble or of none —
+// or whose number has left gatenet (Fd, File, a dup, a RawConn: Unpair)
+// stops being durable for good, and so does its peer, whose bytes can now
+// come from a goroutine the bubble does not know. Each side's durable
+// waiter is woken to park again as an ordinary one (repark). A durable
+// park made before that first outside use is woken by it: if the bubble
+// was idle meanwhile its clock moved on, as it would had the outside use
+// come later.
 //
 // Why no wake is lost. The waker's system call happens before its wake,
 // and both the wake and the waiter's poll(2) run under the peer's mu: a
@@ -77,6 +99,7 @@ package pollfd
 // dials.
 
 import (
+	"bytes"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -87,12 +110,13 @@ import (
 )
 
 func init() {
+	pollhook.Unpair = (*Desc).unpairBoth
 	pollhook.InBubble = (*Desc).openedInBubble
 	pollhook.Pair = pair
 	pollhook.AcceptDurably = (*Desc).acceptDurably
 	pollhook.NeverDurable = (*Desc).neverDurable
 	pollhook.WakePeer = (*Desc).wakePeer
-	pollhook.WakeDurable = (*Desc).wakeDurable
+	pollhook.WakeDurable = (*Desc).wakeListener
 }
 
 // inBubble reports whether the calling goroutine is in a synctest bubble:
@@ -107,6 +131,48 @@ func inBubble() bool {
 // clock.
 func isBubbleTime(now time.Time) bool { return now == now.Round(0) }
 
+// currentBubble returns the id of the calling goroutine's bubble, or 0
+// outside every bubble. The runtime tells a goroutine's bubble only in the
+// header of its stack trace ("goroutine 7 [running, synctest bubble 3]"),
+// and runtime.Stack walks the whole stack to print it: about 2 µs on a
+// shallow stack, tens on a deep one. So it is asked only in a bubble, and
+// only where a durable park is at stake: at Open, as a durable park is
+// decided, and as one is woken. A header it cannot read (a runtime that
+// changed the format) gives 0: nothing is durable, as over net
+// (TestCurrentBubble pins the format).
+func currentBubble() uint64 {
+	if !inBubble() {
+		return 0
+	}
+	var buf [96]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		b = b[:i]
+	}
+	const tag = ", synctest bubble "
+	i := bytes.Index(b, []byte(tag))
+	if i < 0 {
+		return 0
+	}
+	var id uint64
+	for _, c := range b[i+len(tag):] {
+		if c < '0' || c > '9' {
+			break
+		}
+		id = id*10 + uint64(c-'0')
+	}
+	return id
+}
+
+// bubbleOf is the bubble d was opened in; 0 if none. Called with mu held
+// or after open (descExt.bubble is set before d is published).
+func (d *Desc) bubbleOf() uint64 {
+	if !d.is(descBubble) || d.ext == nil {
+		return 0
+	}
+	return d.ext.bubble
+}
+
 // openedInBubble reports whether d was opened in a bubble.
 func (d *Desc) openedInBubble() bool { return d.is(descBubble) }
 
@@ -114,7 +180,7 @@ func (d *Desc) openedInBubble() bool { return d.is(descBubble) }
 // peer, if both were opened in a bubble, and reports whether it did. From
 // then on their waits may park durably.
 func pair(a, b *Desc) bool {
-	if a == b || !a.is(descBubble) || !b.is(descBubble) {
+	if a == b || !durableParks || a.bubbleOf() == 0 || a.bubbleOf() != b.bubbleOf() {
 		return false
 	}
 	a.setPeer(b)
@@ -147,7 +213,7 @@ func (d *Desc) repark() {
 // whose accepts park durably (see the top of this file).
 func (d *Desc) acceptDurably() {
 	d.mu.Lock()
-	if d.is(descBubble) && !d.is(descClosing) {
+	if durableParks && d.is(descBubble) && !d.is(descClosing) && currentBubble() == d.bubbleOf() {
 		d.setLocked(descDurable, true)
 		d.repark()
 	}
@@ -166,13 +232,22 @@ func (d *Desc) neverDurable() {
 // wakePeer is called after a system call on d in mode succeeded: it wakes
 // the durable waiter of d's peer that the call may have made ready — the
 // reader after a write, the writer after a read, both after a shutdown or
-// a close (ModeReadWrite). After d is closed the pairing is dropped.
+// a close (ModeReadWrite). After d is closed the pairing is dropped; after
+// d stopped being durable (used from outside its bubble, its number handed
+// out, faults attached), the peer is unpaired too (see the top of this
+// file), and so is d if the wake itself came from outside the peer's
+// bubble.
 func (d *Desc) wakePeer(mode Mode) {
+	if d.is(descDurable) && currentBubble() != d.bubbleOf() {
+		d.unpairBoth() // used from outside its bubble: each side's durable waiter parks again
+		return
+	}
 	var p *Desc
 	d.mu.Lock()
+	closed, tainted := d.is(descClosed), !d.is(descDurable)
 	if d.ext != nil {
 		p = d.ext.peer
-		if d.is(descClosed) {
+		if closed || tainted {
 			d.ext.peer = nil
 		}
 	}
@@ -180,34 +255,77 @@ func (d *Desc) wakePeer(mode Mode) {
 	if p == nil {
 		return
 	}
+	if tainted && !closed {
+		p.unpair()
+		return
+	}
 	switch mode {
 	case ModeRead:
-		p.wakeDurable(ModeWrite)
+		mode = ModeWrite
 	case ModeWrite:
-		p.wakeDurable(ModeRead)
+		mode = ModeRead
 	default:
-		p.wakeDurable(ModeReadWrite)
+		mode = ModeReadWrite
+	}
+	if p.wakeDurable(mode) {
+		d.unpair()
+		p.unpair()
 	}
 }
 
 // wakeDurable wakes d's durable waiters in mode, as an edge would: they
 // retry their system calls. A waiter that is not parked durably needs no
-// wake from here: the drain loop's edge wakes it.
-func (d *Desc) wakeDurable(mode Mode) {
+// wake from here: the drain loop's edge wakes it. It reports whether it
+// woke one from outside d's bubble: the caller then unpairs.
+func (d *Desc) wakeDurable(mode Mode) (outside bool) {
 	d.mu.Lock()
 	if mode != ModeWrite {
-		d.wakeDurableLocked(&d.rg)
+		outside = d.wakeDurableLocked(&d.rg)
 	}
 	if mode != ModeRead {
-		d.wakeDurableLocked(&d.wg)
+		outside = d.wakeDurableLocked(&d.wg) || outside
 	}
 	d.mu.Unlock()
+	return outside
 }
 
-func (d *Desc) wakeDurableLocked(g *gate) {
-	if g.waiting && g.durable {
-		g.ready = true
-		d.wakeLocked(g)
+// wakeListener is wakeDurable for a listener a dial reached: a dial from
+// outside its bubble makes it an ordinary listener.
+func (d *Desc) wakeListener(mode Mode) {
+	if d.wakeDurable(mode) {
+		d.unpair()
+	}
+}
+
+func (d *Desc) wakeDurableLocked(g *gate) (outside bool) {
+	if !g.waiting || !g.durable {
+		return false
+	}
+	g.ready = true
+	d.wakeLocked(g)
+	return currentBubble() != d.bubbleOf()
+}
+
+// unpair makes d park as an ordinary descriptor for good and forgets its
+// peer; durable waiters park again. unpairBoth does it to d's peer too:
+// d's number has left gatenet (Unpair).
+func (d *Desc) unpair() *Desc {
+	d.mu.Lock()
+	var p *Desc
+	if d.ext != nil {
+		p, d.ext.peer = d.ext.peer, nil
+	}
+	if d.is(descDurable) {
+		d.setLocked(descDurable, false)
+		d.repark()
+	}
+	d.mu.Unlock()
+	return p
+}
+
+func (d *Desc) unpairBoth() {
+	if p := d.unpair(); p != nil {
+		p.unpair()
 	}
 }
 
@@ -219,10 +337,15 @@ func (d *Desc) wakeDurableLocked(g *gate) {
 //go:noinline
 func (d *Desc) durableLocked(mode Mode, g *gate) (ready bool) {
 	g.durable = false
-	if gt := g.dl; gt != nil && gt.deadline != 0 && !gt.fake {
-		return false // a deadline on the real clock: its timer cannot wake a durable park
-	}
 	if !inBubble() {
+		return false
+	}
+	mine := d.bubbleOf()
+	if gt := g.dl; gt != nil && gt.deadline != 0 && (!gt.fake || gt.bubble != mine) {
+		return false // a deadline on another clock: the bubble could idle past it
+	}
+	if currentBubble() != mine {
+		d.setLocked(descDurable, false) // used from outside its bubble: unpaired (wakePeer tells the peer)
 		return false
 	}
 	events := int16(unix.POLLIN | unix.POLLRDHUP)
@@ -257,7 +380,16 @@ func inFlight(d, peer *Desc, mode Mode) bool {
 		return false // not TCP
 	}
 	if mode == ModeWrite {
-		return mine.Unacked > 0
+		// Room comes with the acknowledgement of what d sent. The peer's
+		// read sends it within the read (the window update, and a delayed
+		// acknowledgement once a segment's worth is read) while the peer
+		// has bytes to read: its receive queue is what is full, and its
+		// read wakes d (wakePeer). With nothing left to read there, an
+		// unacknowledged segment waits on the kernel's delayed-ack timer.
+		if mine.Unacked == 0 {
+			return false
+		}
+		return peer == nil || peer.is(descClosing) || !hasUnread(peer)
 	}
 	if peer == nil || peer.is(descClosing) {
 		return peer != nil
@@ -267,6 +399,13 @@ func inFlight(d, peer *Desc, mode Mode) bool {
 		return true
 	}
 	return theirs.Bytes_sent-theirs.Bytes_retrans > mine.Bytes_received
+}
+
+// hasUnread reports whether p, a TCP socket, has received bytes not yet
+// read (SIOCINQ).
+func hasUnread(p *Desc) bool {
+	n, err := unix.IoctlGetInt(int(p.fd), unix.SIOCINQ)
+	return err == nil && n > 0 && !p.is(descClosing)
 }
 
 // goOutsideBubble runs f on a new goroutine outside every bubble: what a

@@ -85,14 +85,15 @@ func (d *Desc) ctxGate(g *gate) *ctxGate {
 // this gate's contexts are one per call (see the top of this file), or
 // nil: this wait selects. Called with mu held.
 func (d *Desc) ctxGateFor(ctx context.Context, g *gate) *ctxGate {
-	if g.durable {
-		return nil // a durable park selects on Done: a cancellation from outside the bubble cannot wake it (bubble.go)
-	}
 	done := ctx.Done()
 	cg := d.ctxGate(g)
 	again := cg.last == done
 	cg.last = done
 	switch {
+	case g.durable && cg.done != done: // a durable park never selects (bubble.go): register
+		d.registerLocked(ctx, g, cg, done)
+		cg.uses = 1
+		return cg
 	case cg.done == done:
 		if cg.uses < math.MaxUint32 {
 			cg.uses++

@@ -35,10 +35,11 @@ package pollfd
 // fake clock (time.AfterFunc made there is the bubble's, and fires in the
 // bubble), one set outside on the real clock; a timer cannot move between
 // them (the runtime throws when a goroutine outside the bubble resets or
-// stops a bubble's timer). So a gate's timer remembers its clock (fake),
-// a deadline set on the other clock gets a new timer, and a callback of a
-// timer no longer the gate's is stale (timers). A durable park (bubble.go)
-// needs its deadline on the fake clock.
+// stops a bubble's timer). So a gate's timer remembers its clock (fake,
+// and which bubble's), a deadline set on another clock gets a new timer,
+// and a callback of a timer no longer the gate's is stale (timers). A
+// durable park (bubble.go) needs its deadline on its own bubble's clock: a
+// deadline set on another wakes it to park again as an ordinary wait.
 
 import (
 	"math"
@@ -54,6 +55,7 @@ type gateTimer struct {
 	timer    *time.Timer
 	timers   uint32 // timers made for this gate; a callback of an earlier one is stale
 	fake     bool   // timer runs on a synctest bubble's clock
+	bubble   uint64 // that bubble (currentBubble), if fake
 }
 
 // cancel disarms the timer and moves the generation on, so a callback
@@ -73,7 +75,7 @@ func (gt *gateTimer) cancel() {
 func (gt *gateTimer) stop() {
 	switch {
 	case gt.timer == nil:
-	case gt.fake && !inBubble():
+	case gt.fake && currentBubble() != gt.bubble:
 		gt.timer = nil
 	default:
 		gt.timer.Stop()
@@ -105,6 +107,10 @@ func (d *Desc) SetDeadline(t time.Time, mode Mode) error {
 	}
 	now := int64(wall.Sub(clockBase))
 	fake := isBubbleTime(wall)
+	var bubble uint64
+	if fake {
+		bubble = currentBubble()
+	}
 	woke := 0
 	d.mu.Lock()
 	if d.is(descClosing) {
@@ -112,12 +118,12 @@ func (d *Desc) SetDeadline(t time.Time, mode Mode) error {
 		return ErrClosing
 	}
 	if mode != ModeWrite {
-		if d.setDeadlineLocked(&d.rg, rel, now, fake) {
+		if d.setDeadlineLocked(&d.rg, rel, now, fake, bubble) {
 			woke++
 		}
 	}
 	if mode != ModeRead {
-		if d.setDeadlineLocked(&d.wg, rel, now, fake) {
+		if d.setDeadlineLocked(&d.wg, rel, now, fake, bubble) {
 			woke++
 		}
 	}
@@ -129,9 +135,10 @@ func (d *Desc) SetDeadline(t time.Time, mode Mode) error {
 }
 
 // setDeadlineLocked applies one direction's new deadline and reports
-// whether it woke a waiter; fake says the caller is in a synctest bubble,
-// whose clock now is on. Called with mu held.
-func (d *Desc) setDeadlineLocked(g *gate, rel time.Duration, now int64, fake bool) bool {
+// whether it woke a waiter; fake says the caller is in a synctest bubble
+// (bubble, if currentBubble could tell), whose clock now is on. Called
+// with mu held.
+func (d *Desc) setDeadlineLocked(g *gate, rel time.Duration, now int64, fake bool, bubble uint64) bool {
 	switch {
 	case rel == 0:
 		g.dl.cancel()
@@ -154,17 +161,20 @@ func (d *Desc) setDeadlineLocked(g *gate, rel time.Duration, now int64, fake boo
 		gt.deadline = math.MaxInt64
 	}
 	gt.armed = gt.seq
-	if gt.timer != nil && gt.fake != fake {
-		gt.stop() // a timer of the other clock: a new one, made on the caller's
+	if gt.timer != nil && (gt.fake != fake || gt.bubble != bubble) {
+		gt.stop() // a timer of another clock: a new one, made on the caller's
 		gt.timer = nil
 	}
 	if gt.timer == nil {
 		gt.timers++
 		made := gt.timers
-		gt.fake = fake
+		gt.fake, gt.bubble = fake, bubble
 		gt.timer = time.AfterFunc(rel, func() { d.deadlineFired(g, made) })
 	} else {
 		gt.timer.Reset(rel)
+	}
+	if g.waiting && g.durable && (!fake || bubble != d.bubbleOf()) {
+		d.wakeLocked(g) // its bubble could idle past this deadline: park again (bubble.go)
 	}
 	return false
 }

@@ -23,3 +23,6 @@ func (d *Desc) AddRunnable(n int32) { d.shard.runnable.Add(n) }
 // MoveToShard is moveToShard, which internal/poll reaches through
 // internal/pollhook.
 func (d *Desc) MoveToShard(i int) bool { return d.moveToShard(i) }
+
+// CurrentBubble is currentBubble, for TestCurrentBubble.
+func CurrentBubble() uint64 { return currentBubble() }

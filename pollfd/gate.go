@@ -29,8 +29,9 @@ package pollfd
 //	         the slot, both cleared by the waker that clears waiting, or by
 //	         the waiter withdrawing.
 //	durable  the park is durable, in a synctest bubble (bubble.go): chosen
-//	         by settleLocked, under mu, right before the park; only the
-//	         bubble's goroutines wake it, never an edge.
+//	         by settleLocked, under mu, right before the park; an edge
+//	         never wakes it, the bubble's goroutines do (and Close, a
+//	         deadline, a context, from anywhere).
 //	woken    set by the waker that clears waiting, which also adds one to
 //	         the shard's runnable count; cleared, and the count taken back,
 //	         by the waiter when it runs again (resumedLocked), whatever it
@@ -209,7 +210,7 @@ type gate struct {
 	selected bool       // the current park is on the altPark's wake, not sema
 	inSlot   bool       // the current park is in the altPark's slot (slots.go)
 	woken    bool       // a waker cleared waiting; the waiter has not run since (shard.runnable)
-	durable  bool       // the current park is durable, on the altPark's bubble channel (bubble.go)
+	durable  bool       // the current park is durable, on the altPark's durableSema (bubble.go)
 	sema     parkSema   // the plain park (sema_runtime.go)
 	dl       *gateTimer // the deadline's timer (deadline.go); made by the first deadline in the future
 }
@@ -234,16 +235,16 @@ type Desc struct {
 type descExt struct {
 	watch watch // ReadyList membership (ready.go); list nil: not watched
 	r, w  altPark
-	peer  *Desc // the other end, in a synctest bubble (bubble.go)
+	peer   *Desc  // the other end, in a synctest bubble (bubble.go)
+	bubble uint64 // the bubble d was opened in (descBubble); set before d is published
 }
 
 // altPark is a gate's park media other than its semaphore.
 type altPark struct {
 	wake chan struct{} // a park that selects on a context too; capacity 1, made on first use
 	slot *parkSlot     // the slot of the current park in the runtime's poller (slots.go)
-	// bubble is a durable park's medium, made in the bubble by the gate's
-	// first durable park (bubble.go); capacity 1.
-	bubble chan struct{}
+	// durable is a durable park's medium (bubble.go, sema_durable.go).
+	durable durableSema
 }
 
 // extLocked returns d's descExt, making it. Called with mu held.

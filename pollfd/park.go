@@ -45,10 +45,10 @@ package pollfd
 //	select  the altPark's wake channel (capacity one), in a select with the
 //	        context's Done channel: cancellable waits whose contexts come
 //	        one per call (ctxwait.go).
-//	durable the altPark's bubble channel (capacity one, made in a synctest
-//	        bubble), alone or in a select with the context's Done channel:
-//	        a park the bubble counts as durably blocked, which only the
-//	        bubble's goroutines wake (bubble.go).
+//	durable the altPark's durableSema (sema_durable.go): the runtime's park
+//	        with a wait reason a synctest bubble counts as durably blocked;
+//	        a context is one more waker, through its registration
+//	        (ctxwait.go), never a select (bubble.go).
 //
 // The sequence is parkLocked, for every park: wait's and waitCancelable's
 // loops call it once they must park. What a parked goroutine keeps on its
@@ -67,13 +67,15 @@ package pollfd
 // ended the park; the gate then owes no token, whether or not a waker
 // claimed the park too.
 func (d *Desc) parkLocked(g *gate, s *parkSlot, done <-chan struct{}) (ended bool) {
-	wake := d.publishLocked(g, s, done)
+	wake, ds := d.publishLocked(g, s, done)
 	d.mu.Unlock()
 	d.shard.stats.parks.Add(1)
 	switch {
 	case s != nil:
 		d.shard.stats.parksInSlot.Add(1)
 		s.sleep()
+	case ds != nil:
+		ds.park()
 	case wake != nil:
 		ended = sleepOrDone(wake, done)
 	default:
@@ -87,32 +89,34 @@ func (d *Desc) parkLocked(g *gate, s *parkSlot, done <-chan struct{}) (ended boo
 
 // publishLocked is a park's first step: it readies the medium parkLocked
 // was given and sets waiting. It returns g's wake channel if the park
-// selects. Called with mu held.
+// selects, its durableSema if it is durable. Called with mu held.
 //
 //go:noinline
-func (d *Desc) publishLocked(g *gate, s *parkSlot, done <-chan struct{}) (wake chan struct{}) {
+func (d *Desc) publishLocked(g *gate, s *parkSlot, done <-chan struct{}) (wake chan struct{}, ds *durableSema) {
 	switch {
-	case g.durable: // durableLocked chose it; never with a slot (wait)
-		a := d.altLocked(g)
-		if a.bubble == nil {
-			a.bubble = make(chan struct{}, 1) // made in the bubble: a durable receive
-		}
-		wake = a.bubble
+	case g.durable: // durableLocked chose it; never with a slot (wait) nor a select (ctxGateFor)
+		ds = &d.altLocked(g).durable
 	case s != nil:
 		s.d, s.g = d, g
 		d.altLocked(g).slot, g.inSlot = s, true
 	case done != nil:
 		a := d.altLocked(g)
 		if a.wake == nil {
-			a.wake = make(chan struct{}, 1)
+			if inBubble() { // not a channel of the bubble: the drain loop sends on it (bubble.go)
+				a.wake = madeOutsideBubble(newWake)
+			} else {
+				a.wake = newWake()
+			}
 		}
 		wake, g.selected = a.wake, true
 	default:
 		g.sema.prepare()
 	}
 	g.waiting = true
-	return wake
+	return wake, ds
 }
+
+func newWake() chan struct{} { return make(chan struct{}, 1) }
 
 // unparkLocked is a park's last step, after resumedLocked: it withdraws a
 // park no waker claimed, takes the token of one a waker claimed as done
@@ -151,10 +155,6 @@ func (d *Desc) unparkLocked(g *gate, s *parkSlot, wake chan struct{}, ended bool
 //
 //go:noinline
 func sleepOrDone(wake chan struct{}, done <-chan struct{}) bool {
-	if done == nil { // a durable park without a context
-		<-wake
-		return false
-	}
 	select {
 	case <-wake:
 		return false
@@ -177,8 +177,8 @@ func (d *Desc) resumedLocked(g *gate) {
 // to g's parked waiter, on the medium the waiter published. Called with mu
 // held; reports whether a waiter was woken.
 func (d *Desc) wakeLocked(g *gate) bool {
-	if !g.waiting || (g.durable && !inBubble()) {
-		return false // no park, or a durable one a goroutine outside its bubble may not wake (bubble.go)
+	if !g.waiting {
+		return false
 	}
 	g.waiting = false
 	g.woken = true
@@ -190,7 +190,7 @@ func (d *Desc) wakeLocked(g *gate) bool {
 		g.inSlot, a.slot = false, nil
 		s.signal()
 	case g.durable:
-		d.altLocked(g).bubble <- struct{}{} // never blocks, as wake's
+		d.altLocked(g).durable.wake()
 	case g.selected:
 		d.altLocked(g).wake <- struct{}{} // never blocks: one token per park, capacity 1
 	default:

@@ -27,20 +27,12 @@ import (
 	"unsafe"
 )
 
-//go:linkname gopark runtime.gopark
-func gopark(unlockf func(gp uintptr, state unsafe.Pointer) bool, state unsafe.Pointer, reason uint8, traceReason uint8, traceskip int)
-
-//go:linkname goready runtime.goready
-func goready(gp uintptr, traceskip int)
-
 // The runtime's waitReasonIOWait and traceBlockNet: what net's parked
 // goroutines report (TestParkReportsIOWait checks the first).
 const (
 	waitReasonIOWait = 2
 	traceBlockNet    = 2
 )
-
-const semaToken = 1
 
 // parkSema is a binary semaphore for one waiter: wake gives the token,
 // park takes it, sleeping until there is one.

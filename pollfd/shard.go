@@ -88,8 +88,9 @@ func (s *shard) open(fd int, lazy bool) (*Desc, error) {
 		return nil, os.NewSyscallError("epoll_ctl", unix.EBADF)
 	}
 	d := &Desc{shard: s, fd: int32(fd)}
-	if inBubble() {
+	if id := currentBubble(); id != 0 {
 		d.state.Store(descBubble)
+		d.ext = &descExt{bubble: id}
 	}
 	if !s.table.insert(d) {
 		return nil, os.NewSyscallError("epoll_ctl", unix.ENOSPC)

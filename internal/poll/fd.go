@@ -548,6 +548,7 @@ func (fd *FD) Dup() (int, string, error) {
 		return -1, "", err
 	}
 	defer fd.Decref()
+	fd.HandedOut()
 	nfd, err := unix.FcntlInt(uintptr(fd.Sysfd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return -1, "fcntl", err

@@ -26,7 +26,18 @@ var (
 	neverDurable  = pollhook.NeverDurable.(func(*pollfd.Desc))
 	wakePeer      = pollhook.WakePeer.(func(*pollfd.Desc, pollfd.Mode))
 	wakeDurable   = pollhook.WakeDurable.(func(*pollfd.Desc, pollfd.Mode))
+	unpair        = pollhook.Unpair.(func(*pollfd.Desc))
 )
+
+// HandedOut records that fd's number is leaving gatenet's hands (Dup, a
+// RawConn, a File's Fd): bytes can now reach it, or its peer, by system
+// calls gatenet does not see, so neither parks durably from now on.
+func (fd *FD) HandedOut() {
+	if fd.pd != nil && descInBubble(fd.pd) {
+		unpair(fd.pd)
+		fd.flags.And(^uint32(flagBubble))
+	}
+}
 
 // InBubble reports whether fd was opened in a testing/synctest bubble.
 func (fd *FD) InBubble() bool { return fd.pd != nil && descInBubble(fd.pd) }

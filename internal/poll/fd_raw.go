@@ -13,6 +13,7 @@ func (fd *FD) RawControl(f func(uintptr)) error {
 		return err
 	}
 	defer fd.Decref()
+	fd.HandedOut()
 	f(uintptr(fd.Sysfd))
 	return nil
 }
@@ -25,6 +26,7 @@ func (fd *FD) RawRead(f func(uintptr) bool) error {
 		return err
 	}
 	defer fd.readUnlock()
+	fd.HandedOut()
 	if err := fd.Prepare(pollfd.ModeRead); err != nil {
 		return err
 	}
@@ -44,6 +46,7 @@ func (fd *FD) RawWrite(f func(uintptr) bool) error {
 		return err
 	}
 	defer fd.writeUnlock()
+	fd.HandedOut()
 	if err := fd.Prepare(pollfd.ModeWrite); err != nil {
 		return err
 	}

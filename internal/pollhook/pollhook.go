@@ -25,7 +25,10 @@ var Kick any
 //	              have readied (ModeReadWrite: after a shutdown or close).
 //	WakeDurable   func(*pollfd.Desc, pollfd.Mode): wake the Desc's own
 //	              durable waiters in mode (a dial wakes its listener).
-var InBubble, Pair, AcceptDurably, NeverDurable, WakePeer, WakeDurable any
+//	Unpair        func(*pollfd.Desc): the Desc's number left gatenet (Fd,
+//	              File, a dup, a RawConn): neither it nor its peer parks
+//	              durably from now on.
+var InBubble, Pair, AcceptDurably, NeverDurable, WakePeer, WakeDurable, Unpair any
 
 // MoveToShard is pollfd's Desc.moveToShard, a func(*pollfd.Desc, int) bool
 // typed as Kick is: it moves a lazily opened Desc that nothing else refers
