@@ -233,8 +233,8 @@ type Desc struct {
 // media of parks that are not plain. Guarded by mu; made under it on first
 // use and kept. (A gate's deadline timer is apart, in gateTimer.)
 type descExt struct {
-	watch watch // ReadyList membership (ready.go); list nil: not watched
-	r, w  altPark
+	watch  watch // ReadyList membership (ready.go); list nil: not watched
+	r, w   altPark
 	peer   *Desc  // the other end, in a synctest bubble (bubble.go)
 	bubble uint64 // the bubble d was opened in (descBubble); set before d is published
 }
