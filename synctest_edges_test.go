@@ -220,14 +220,8 @@ func TestSynctestChildHandedOut(t *testing.T) {
 		require.NoError(t, r.Close())
 		require.NoError(t, w.Close())
 
-		ln, err := gatenet.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		c, err := gatenet.Dial("tcp", ln.Addr().String())
-		require.NoError(t, err)
-		s, err := ln.Accept()
-		require.NoError(t, err)
-		require.NoError(t, ln.Close())
-		rc, err := c.(*gatenet.TCPConn).SyscallConn()
+		c, s := testutil.TCPPair(t)
+		rc, err := c.SyscallConn()
 		require.NoError(t, err)
 		require.NoError(t, rc.Control(func(fd uintptr) {
 			writes <- func() { unix.Write(int(fd), []byte("raw")) }
@@ -246,13 +240,7 @@ func TestSynctestChildHandedOut(t *testing.T) {
 func TestSynctestChildTCPSlowReader(t *testing.T) {
 	childOnly(t)
 	inBubble(t, func(t *testing.T) {
-		ln, err := gatenet.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		c, err := gatenet.Dial("tcp", ln.Addr().String())
-		require.NoError(t, err)
-		s, err := ln.Accept()
-		require.NoError(t, err)
-		require.NoError(t, ln.Close())
+		c, s := testutil.TCPPair(t)
 		want := bytes.Repeat([]byte("slow reader....."), 4<<20/16)
 		written := make(chan error, 1)
 		go func() {
