@@ -4,8 +4,10 @@ package gatenet_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"runtime"
 	"strings"
@@ -35,6 +37,9 @@ func TestSynctestEdges(t *testing.T) {
 		"TestSynctestChildOutsideClose",
 		"TestSynctestChildHandedOut",
 		"TestSynctestChildTCPSlowReader",
+		"TestSynctestChildReadyQueueTimeout",
+		"TestSynctestChildReadyQueueLateWrite",
+		"TestSynctestChildReadyQueueOutsidePeer",
 	} {
 		t.Run(name, func(t *testing.T) {
 			out := testutil.RunChild(t, name, synctestChildEnv)
@@ -294,5 +299,90 @@ func TestSynctestDurableParkReportsDurable(t *testing.T) {
 		require.NoError(t, <-done)
 		require.NoError(t, r.Close())
 		require.NoError(t, w.Close())
+	})
+}
+
+// TestSynctestChildReadyQueueTimeout: Next on a queue of the bubble whose
+// members are the bubble's, with nothing ready, sleeps durably: its
+// context's 30 s timeout fires on the fake clock.
+func TestSynctestChildReadyQueueTimeout(t *testing.T) {
+	childOnly(t)
+	inBubble(t, func(t *testing.T) {
+		c, s := testutil.TCPPair(t)
+		q := gatenet.NewReadyQueue()
+		defer q.Close()
+		require.NoError(t, q.Add(s))
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		start := time.Now()
+		p, err := q.Next(ctx)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.Nil(t, p)
+		require.Equal(t, 30*time.Second, time.Since(start), "the timeout ran on the fake clock")
+		require.NoError(t, c.Close())
+		require.NoError(t, s.Close())
+	})
+}
+
+// TestSynctestChildReadyQueueLateWrite: a goroutine of the bubble writes
+// to a member's peer after a fake 10 s sleep; Next, asleep durably
+// meanwhile, returns the member then.
+func TestSynctestChildReadyQueueLateWrite(t *testing.T) {
+	childOnly(t)
+	inBubble(t, func(t *testing.T) {
+		q := gatenet.NewReadyQueue()
+		defer q.Close()
+		c, s := testutil.TCPPair(t)
+		r, w, err := gatenet.Pipe()
+		require.NoError(t, err)
+		require.NoError(t, q.Add(s))
+		require.NoError(t, q.Add(r))
+		go func() {
+			time.Sleep(10 * time.Second)
+			c.Write([]byte("late"))
+			time.Sleep(10 * time.Second)
+			w.Write([]byte("later"))
+		}()
+		start := time.Now()
+		for _, want := range []struct {
+			p    gatenet.Pollable
+			data string
+		}{{s, "late"}, {r, "later"}} {
+			p, err := q.Next(t.Context())
+			require.NoError(t, err)
+			require.Equal(t, want.p, p)
+			buf := make([]byte, 8)
+			n, err := p.(io.Reader).Read(buf)
+			require.NoError(t, err)
+			require.Equal(t, want.data, string(buf[:n]))
+		}
+		require.Equal(t, 20*time.Second, time.Since(start), "each write came after its fake sleep")
+		for _, c := range []io.Closer{c, s, r, w} {
+			require.NoError(t, c.Close())
+		}
+	})
+}
+
+// TestSynctestChildReadyQueueOutsidePeer: a member whose peer is net's
+// keeps Next from sleeping durably (the peer's bytes come from outside the
+// bubble), so the bubble does not idle and its clock stands still; the
+// context's timeout then ends Next on the real clock, as net's deadlines
+// do in a bubble, instead of never.
+func TestSynctestChildReadyQueueOutsidePeer(t *testing.T) {
+	childOnly(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	inBubble(t, func(t *testing.T) {
+		c, err := gatenet.Dial("tcp", ln.Addr().String())
+		require.NoError(t, err)
+		q := gatenet.NewReadyQueue()
+		defer q.Close()
+		require.NoError(t, q.Add(c.(gatenet.Pollable)))
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		defer cancel()
+		_, err = q.Next(ctx)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.NoError(t, c.Close())
 	})
 }

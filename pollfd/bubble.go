@@ -226,6 +226,7 @@ func (d *Desc) neverDurable() {
 	d.mu.Lock()
 	d.setLocked(descDurable, false)
 	d.repark()
+	d.memberNotDurable()
 	d.mu.Unlock()
 }
 
@@ -280,7 +281,9 @@ func (d *Desc) wakePeer(mode Mode) {
 func (d *Desc) wakeDurable(mode Mode) (outside bool) {
 	d.mu.Lock()
 	if mode != ModeWrite {
+		owned := d.rg.waiting // a parked reader owns the edge, as in deliver
 		outside = d.wakeDurableLocked(&d.rg)
+		d.reportDurableLocked(owned)
 	}
 	if mode != ModeRead {
 		outside = d.wakeDurableLocked(&d.wg) || outside
@@ -306,6 +309,24 @@ func (d *Desc) wakeDurableLocked(g *gate) (outside bool) {
 	return currentBubble() != d.bubbleOf()
 }
 
+// reportDurableLocked is deliver's report for a durable d that a goroutine
+// of its bubble just made readable: the ReadyList watching it hears of it
+// now, not when the drain loop's edge comes, so a Next asleep durably
+// wakes before the bubble can idle (ready_bubble.go). A reader parked on
+// d owns the edge (owned), as in deliver. Called with mu held.
+func (d *Desc) reportDurableLocked(owned bool) {
+	w := d.watchLocked()
+	if w == nil || !d.is(descDurable) {
+		return
+	}
+	d.rg.ready = true
+	if owned {
+		w.armed = false
+		return
+	}
+	d.reportLocked()
+}
+
 // unpair makes d park as an ordinary descriptor for good and forgets its
 // peer; durable waiters park again. unpairBoth does it to d's peer too:
 // d's number has left gatenet (Unpair).
@@ -318,6 +339,7 @@ func (d *Desc) unpair() *Desc {
 	if d.is(descDurable) {
 		d.setLocked(descDurable, false)
 		d.repark()
+		d.memberNotDurable()
 	}
 	d.mu.Unlock()
 	return p

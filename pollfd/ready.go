@@ -35,12 +35,19 @@ package pollfd
 //	        gate's rule, slots.go): it appends the slot to sleepers,
 //	        releases mu and sleeps in the slot's RawConn.Read until
 //	        listWoken is set.
+//	durable the list was made in a synctest bubble, the caller is in
+//	        that bubble and every watched Desc parks durably there
+//	        (durableLocked): it appends a durable sleeper to durables,
+//	        releases mu and sleeps on the sleeper's durableSema, which the
+//	        bubble counts as durably blocked (bubble.go); its context, if
+//	        any, wakes it through context.AfterFunc.
 //	notify  otherwise: it releases mu and selects on notify (capacity
 //	        one, "items may be non-empty") and its context's Done.
 //
 // A report (push), and a Next that pops an item and leaves more, wake one
-// sleeper (wakeOneLocked), under mu: the last of sleepers if there is one
-// (set listWoken, unlink it, write its eventfd), else a token on notify.
+// sleeper (wakeOneLocked), under mu: a durable sleeper if there is one,
+// else the last of sleepers (set listWoken, unlink it, write its eventfd),
+// else a token on notify.
 // Either way the woken Next retakes mu and looks again, so a wake it finds
 // spent (another Next took the item first) costs a look, not a report.
 // None is lost: an item is appended and a wake given under one hold of mu,
@@ -50,6 +57,14 @@ package pollfd
 // back to the shard only after its sleeper retook mu, so no write reaches
 // it there; a Read that fails (never, while the slot is lent) withdraws
 // the sleeper. Close sets closed, closes notify and wakes every sleeper.
+//
+// In a bubble. A durable member's reports come from the bubble's own
+// goroutines: the peer's write that made it readable reports it before the
+// write returns (wakeDurable, bubble.go), so the list is never empty while
+// a goroutine of the bubble could still fill it, and the bubble may idle
+// while Next sleeps. A member that stops being durable (unpaired, or
+// watched while it is not durable) wakes the durable sleepers, which look
+// again and sleep by the rule that now holds (reparkDurablesLocked).
 //
 // Why a slot: a report comes from the drain loop (or a harvest), and a
 // goroutine readied from Go code makes the scheduler wake an idle P's
@@ -79,6 +94,19 @@ type ReadyList struct {
 	// Nexts asleep in one, each woken by one report.
 	slots    *shard
 	sleepers []*parkSlot
+
+	// In a synctest bubble: the bubble the list was made in (0 outside
+	// every bubble), the Descs it watches, and the Nexts asleep durably.
+	bubble   uint64
+	members  map[*Desc]struct{}
+	durables []*durableSleeper
+}
+
+// durableSleeper is a Next asleep durably: woken, under the list's mu,
+// by a report, Close, its context or a member that stops being durable.
+type durableSleeper struct {
+	sema  durableSema
+	woken bool
 }
 
 // NewReadyList returns an empty list.
@@ -86,9 +114,9 @@ func NewReadyList() *ReadyList {
 	newNotify := func() chan struct{} { return make(chan struct{}, 1) }
 	if inBubble() {
 		// The drain loop, outside the bubble, sends on it: a channel of
-		// the bubble would be refused (bubble.go). So Next's waits are
-		// not durable.
-		return &ReadyList{notify: madeOutsideBubble(newNotify)}
+		// the bubble would be refused. Next's durable sleeps are on a
+		// durableSema instead.
+		return &ReadyList{notify: madeOutsideBubble(newNotify), bubble: currentBubble()}
 	}
 	return &ReadyList{notify: newNotify()}
 }
@@ -121,6 +149,9 @@ func (d *Desc) Watch(l *ReadyList, cookie any) error {
 	if w.list != nil && w.list != l {
 		return errors.New("pollfd: descriptor already watched by another list")
 	}
+	if w.list == nil && l.bubble != 0 {
+		l.join(d)
+	}
 	w.list, w.cookie = l, cookie
 	if d.shard.runtimePark {
 		l.lendSlots(d.shard)
@@ -148,6 +179,9 @@ func (d *Desc) unwatchLocked() {
 	}
 	if w.queued {
 		w.list.remove(d)
+	}
+	if w.list.bubble != 0 {
+		w.list.leave(d)
 	}
 	*w = watch{}
 }
@@ -203,6 +237,14 @@ func (l *ReadyList) lendSlots(s *shard) {
 // a slot if there is one, else the notify channel. Called with mu held,
 // so a slot's eventfd is written before its sleeper can give it back.
 func (l *ReadyList) wakeOneLocked() {
+	if n := len(l.durables); n > 0 {
+		s := l.durables[n-1]
+		l.durables[n-1] = nil
+		l.durables = l.durables[:n-1]
+		s.woken = true
+		s.sema.wake()
+		return
+	}
 	if n := len(l.sleepers); n > 0 {
 		s := l.sleepers[n-1]
 		l.sleepers[n-1] = nil
@@ -280,6 +322,12 @@ func (l *ReadyList) Next(ctx context.Context) (any, error) {
 				l.wakeOneLocked() // more for another Next
 			}
 		}
+		if d == nil && l.bubble != 0 && l.durableLocked(ctx) {
+			if err := l.sleepDurably(ctx); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if d == nil && ctx.Done() == nil && l.sleepLocked() {
 			continue
 		}
@@ -290,6 +338,8 @@ func (l *ReadyList) Next(ctx context.Context) (any, error) {
 				continue
 			case <-ctx.Done():
 				return nil, ctx.Err()
+			case <-realClockAfter(ctx): // a bubble that cannot idle: ready_bubble.go
+				return nil, context.DeadlineExceeded
 			}
 		}
 		d.mu.Lock()
@@ -319,7 +369,7 @@ func (l *ReadyList) Close() {
 	if !l.closed {
 		l.closed = true
 		close(l.notify)
-		for len(l.sleepers) > 0 {
+		for len(l.sleepers) > 0 || len(l.durables) > 0 {
 			l.wakeOneLocked()
 		}
 	}
