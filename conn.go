@@ -75,6 +75,9 @@ func (c *conn) Write(b []byte) (int, error) {
 	if !c.ok() {
 		return 0, syscall.EINVAL
 	}
+	if c.fd.bubbleDgram {
+		return c.writeInBubble(nil, b)
+	}
 	n, err := c.fd.pfd.Write(b)
 	if err != nil {
 		err = c.fd.ioError(ioWrite, err)

@@ -89,6 +89,9 @@ func (c *conn) WriteContext(ctx context.Context, b []byte) (int, error) {
 	if !c.ok() {
 		return 0, syscall.EINVAL
 	}
+	if c.fd.bubbleDgram {
+		return c.writeInBubble(orBackground(ctx), b)
+	}
 	n, err := c.fd.pfd.WriteContext(orBackground(ctx), b)
 	if err != nil {
 		err = c.fd.ioError(ioWrite, err)

@@ -41,6 +41,10 @@ type netFD struct {
 	// shard (ListenGroup), instead of being spread.
 	inheritShard bool
 
+	// bubbleDgram: a datagram socket of a synctest bubble, whose sends
+	// wake the bubble's readers they reach (synctest_dgram.go).
+	bubbleDgram bool
+
 	net   string       // the network the caller named ("tcp", "unix", …)
 	laddr atomic.Value // the local net.Addr; read it with localAddr
 	raddr net.Addr

@@ -63,9 +63,12 @@ func socket(ctx context.Context, network string, family, sotype, proto int, ipv6
 		fd.Close()
 		return nil, err
 	}
-	if raddr == nil {
+	switch {
+	case sotype == unix.SOCK_DGRAM:
+		fd.bubbleDatagram(raddr)
+	case raddr == nil:
 		fd.bubbleListening()
-	} else {
+	default:
 		fd.bubbleConnected(raddr)
 	}
 	return fd, nil

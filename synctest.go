@@ -42,6 +42,8 @@ var bubbles struct {
 	mu        sync.Mutex
 	halves    map[string]*netFD   // ends waiting for their peer, by their own key
 	listeners map[string][]*netFD // by the address a dial names
+	dgrams    map[string][]*netFD // datagram sockets, by the address a send names (synctest_dgram.go)
+	dgramPeer map[*netFD]string   // a connected datagram socket's peer's key
 	keys      map[*netFD]string   // the key each recorded descriptor is under
 }
 
@@ -111,21 +113,19 @@ func (fd *netFD) bubbleForget() {
 		return
 	}
 	delete(bubbles.keys, fd)
+	delete(bubbles.dgramPeer, fd)
 	if bubbles.halves[key] == fd {
 		delete(bubbles.halves, key)
 		return
 	}
-	lns := bubbles.listeners[key]
-	for i, ln := range lns {
-		if ln == fd {
-			lns = append(lns[:i], lns[i+1:]...)
-			break
-		}
+	recorded := bubbles.listeners
+	if fd.bubbleDgram {
+		recorded = bubbles.dgrams
 	}
-	if len(lns) == 0 {
-		delete(bubbles.listeners, key)
+	if fds := slices.DeleteFunc(recorded[key], func(x *netFD) bool { return x == fd }); len(fds) == 0 {
+		delete(recorded, key)
 	} else {
-		bubbles.listeners[key] = lns
+		recorded[key] = fds
 	}
 }
 

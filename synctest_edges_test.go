@@ -40,6 +40,10 @@ func TestSynctestEdges(t *testing.T) {
 		"TestSynctestChildReadyQueueTimeout",
 		"TestSynctestChildReadyQueueLateWrite",
 		"TestSynctestChildReadyQueueOutsidePeer",
+		"TestSynctestChildUDPConnected",
+		"TestSynctestChildUDPUnconnected",
+		"TestSynctestChildUnixgram",
+		"TestSynctestChildUDPOutsideSender",
 	} {
 		t.Run(name, func(t *testing.T) {
 			out := testutil.RunChild(t, name, synctestChildEnv)

@@ -176,7 +176,12 @@ func (c *UDPConn) writeTo(b []byte, addr *net.UDPAddr) (int, error) {
 	if err := addrPortToRaw(int(c.fd.family), ap, &sa); err != nil {
 		return 0, err
 	}
+	var to []*netFD
+	if c.fd.bubbleDgram {
+		to = c.fd.bubbleSending(rawDatagramKey(&sa))
+	}
 	n, err := c.fd.pfd.WriteToRaw(b, unsafe.Pointer(&sa.raw), sa.len)
+	c.fd.bubbleSent(to, err)
 	return n, wrapSyscallError("sendto", err)
 }
 
@@ -233,7 +238,12 @@ func (c *UDPConn) writeToAddrPort(b []byte, addr netip.AddrPort) (int, error) {
 	if err := addrPortToRaw(int(c.fd.family), addr, &sa); err != nil {
 		return 0, err
 	}
+	var to []*netFD
+	if c.fd.bubbleDgram {
+		to = c.fd.bubbleSending(rawDatagramKey(&sa))
+	}
 	n, err := c.fd.pfd.WriteToRaw(b, unsafe.Pointer(&sa.raw), sa.len)
+	c.fd.bubbleSent(to, err)
 	return n, wrapSyscallError("sendto", err)
 }
 
@@ -346,7 +356,12 @@ func (c *UDPConn) writeMsgRaw(b, oob []byte, sa *rawInetSockaddr) (int, int, err
 	if sa.len > 0 {
 		p = unsafe.Pointer(&sa.raw)
 	}
+	var to []*netFD
+	if c.fd.bubbleDgram {
+		to = c.fd.bubbleSending(rawDatagramKey(sa)) // "" when sa is empty: the connected peer
+	}
 	n, oobn, err := c.fd.pfd.WriteMsgRaw(b, oob, p, sa.len)
+	c.fd.bubbleSent(to, err)
 	return n, oobn, wrapSyscallError("sendmsg", err)
 }
 

@@ -122,7 +122,12 @@ func (c *UnixConn) WriteToUnix(b []byte, addr *net.UnixAddr) (int, error) {
 	case addr.Net != sotypeToUnixNet(int(c.fd.sotype)):
 		err = syscall.EAFNOSUPPORT
 	default:
+		var to []*netFD
+		if c.fd.bubbleDgram {
+			to = c.fd.bubbleSending(datagramKey(addr))
+		}
 		n, err = c.fd.pfd.WriteTo(b, &unix.SockaddrUnix{Name: addr.Name})
+		c.fd.bubbleSent(to, err)
 		err = wrapSyscallError("sendto", err)
 	}
 	if err != nil {
@@ -162,7 +167,12 @@ func (c *UnixConn) WriteMsgUnix(b, oob []byte, addr *net.UnixAddr) (n, oobn int,
 		if addr != nil {
 			sa = &unix.SockaddrUnix{Name: addr.Name}
 		}
+		var to []*netFD
+		if c.fd.bubbleDgram {
+			to = c.fd.bubbleSending(datagramKey(addr)) // "" for none: the connected peer
+		}
 		n, oobn, err = c.fd.pfd.WriteMsg(b, oob, sa)
+		c.fd.bubbleSent(to, err)
 		err = wrapSyscallError("sendmsg", err)
 	}
 	if err != nil {

@@ -368,7 +368,14 @@ func (d *Desc) durableLocked(mode Mode, g *gate) (ready bool) {
 	}
 	if currentBubble() != mine {
 		d.setLocked(descDurable, false) // used from outside its bubble: unpaired (wakePeer tells the peer)
+		if dg := d.dgramLocked(); dg != nil {
+			dg.outside = true
+		}
+		d.memberNotDurable()
 		return false
+	}
+	if mode == ModeWrite && d.dgramLocked() != nil {
+		return false // no goroutine of the bubble says when a datagram's send buffer drains
 	}
 	events := int16(unix.POLLIN | unix.POLLRDHUP)
 	if mode == ModeWrite {

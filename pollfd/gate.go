@@ -237,6 +237,7 @@ type descExt struct {
 	r, w   altPark
 	peer   *Desc  // the other end, in a synctest bubble (bubble.go)
 	bubble uint64 // the bubble d was opened in (descBubble); set before d is published
+	dgram  *dgram // a datagram socket of the bubble (bubble_dgram.go)
 }
 
 // altPark is a gate's park media other than its semaphore.
@@ -470,7 +471,7 @@ func (d *Desc) deliver(events uint32) (woke int) {
 	d.setLocked(descEventErr, events == unix.EPOLLERR)
 	if events&readEvents != 0 {
 		d.rg.ready = true
-		if d.wakeEdgeLocked(&d.rg) {
+		if d.wakeEdgeLocked(&d.rg) || (d.is(descDurable) && d.fromOutsideLocked(&d.rg) && d.wakeLocked(&d.rg)) {
 			woke++
 			if w := d.watchLocked(); w != nil {
 				w.armed = false // the parked reader owns this edge

@@ -27,7 +27,42 @@ var (
 	wakePeer      = pollhook.WakePeer.(func(*pollfd.Desc, pollfd.Mode))
 	wakeDurable   = pollhook.WakeDurable.(func(*pollfd.Desc, pollfd.Mode))
 	unpair        = pollhook.Unpair.(func(*pollfd.Desc))
+	datagramDesc  = pollhook.Datagram.(func(*pollfd.Desc))
+	sending       = pollhook.Sending.(func(*pollfd.Desc, int))
+	reached       = pollhook.Reached.(func(*pollfd.Desc, bool))
 )
+
+// DatagramInBubble records fd, a datagram socket opened in a bubble: its
+// reads park durably once a send of its bubble reaches it
+// (pollfd/bubble_dgram.go).
+func (fd *FD) DatagramInBubble() {
+	if fd.pd != nil && !fd.faulted() {
+		datagramDesc(fd.pd)
+	}
+}
+
+// SendingInBubble counts a send of fd's bubble to fd in (+1), before its
+// system call, or out (-1), after Reached.
+func (fd *FD) SendingInBubble(delta int) {
+	if fd.pd != nil {
+		sending(fd.pd, delta)
+	}
+}
+
+// Reached wakes fd's durable reader after a send of its bubble reached it.
+func (fd *FD) Reached() {
+	if fd.pd != nil {
+		reached(fd.pd, true)
+	}
+}
+
+// SentInBubble records that fd sent to a datagram socket of its bubble:
+// its replies come from the bubble, so its reads may park durably.
+func (fd *FD) SentInBubble() {
+	if fd.pd != nil {
+		reached(fd.pd, false)
+	}
+}
 
 // HandedOut records that fd's number is leaving gatenet's hands (Dup, a
 // RawConn, a File's Fd): bytes can now reach it, or its peer, by system

@@ -28,7 +28,16 @@ var Kick any
 //	Unpair        func(*pollfd.Desc): the Desc's number left gatenet (Fd,
 //	              File, a dup, a RawConn): neither it nor its peer parks
 //	              durably from now on.
+//	Datagram      func(*pollfd.Desc): a datagram socket of a bubble, durable
+//	              once a send of its bubble reaches it.
+//	Sending       func(*pollfd.Desc, int): a send of the bubble to the Desc
+//	              begins (+1) or has ended (-1).
+//	Reached       func(*pollfd.Desc, bool): a send of the bubble reached the
+//	              Desc (true), or the Desc sent to a socket of its bubble.
 var InBubble, Pair, AcceptDurably, NeverDurable, WakePeer, WakeDurable, Unpair any
+
+// The datagram hooks (pollfd/bubble_dgram.go).
+var Datagram, Sending, Reached any
 
 // MoveToShard is pollfd's Desc.moveToShard, a func(*pollfd.Desc, int) bool
 // typed as Kick is: it moves a lazily opened Desc that nothing else refers

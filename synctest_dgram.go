@@ -1,0 +1,145 @@
+//go:build linux
+
+package gatenet
+
+// Fake time for datagram sockets of a testing/synctest bubble: finding
+// whom a send reaches (pollfd/bubble_dgram.go has the rule).
+//
+// Each UDP and unixgram socket opened in a bubble is recorded under the
+// address a send names to reach it: "udp:" and its port (loopback and
+// wildcard addresses alike), "unixgram:" and its path. A send of a
+// recorded socket looks its destination up, counts itself in on each
+// socket it names (SendingInBubble), makes its system call, then tells
+// them (Reached), which wakes a durable reader. A connected socket names
+// its peer once, at connect: the peer is reached then, and the connected
+// socket, which only its peer can send to, is durable from the start if
+// the peer is the bubble's.
+
+import (
+	"context"
+	"encoding/binary"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// bubbleDatagram records fd, a datagram socket just opened in a bubble,
+// and reaches its peer if it is connected to one (raddr).
+func (fd *netFD) bubbleDatagram(raddr net.Addr) {
+	if !fd.pfd.InBubble() || fd.sotype != unix.SOCK_DGRAM || fd.pfd.Faults() != nil {
+		return
+	}
+	key := datagramKey(fd.localAddr())
+	if key == "" {
+		return
+	}
+	fd.pfd.DatagramInBubble()
+	fd.bubbleDgram = true
+	bubbles.mu.Lock()
+	if bubbles.dgrams == nil {
+		bubbles.dgrams = make(map[string][]*netFD)
+	}
+	if bubbles.keys == nil {
+		bubbles.keys = make(map[*netFD]string)
+	}
+	bubbles.dgrams[key] = append(bubbles.dgrams[key], fd)
+	bubbles.keys[fd] = key
+	var peers []*netFD
+	if peer := datagramKey(raddr); peer != "" {
+		if bubbles.dgramPeer == nil {
+			bubbles.dgramPeer = make(map[*netFD]string)
+		}
+		bubbles.dgramPeer[fd] = peer
+		peers = slices.Clone(bubbles.dgrams[peer])
+	}
+	bubbles.mu.Unlock()
+	if len(peers) > 0 {
+		fd.pfd.SentInBubble() // only its peer, a socket of the bubble, can send to it
+	}
+	for _, p := range peers {
+		p.pfd.Reached()
+	}
+}
+
+// datagramKey is the key a datagram socket is recorded under, for its
+// address a; "" for an address no socket of the bubble can have.
+func datagramKey(a net.Addr) string {
+	switch a := a.(type) {
+	case *net.UDPAddr:
+		if a == nil {
+			return ""
+		}
+		ip, ok := netip.AddrFromSlice(a.IP)
+		if ok && (ip.Unmap().IsLoopback() || ip.IsUnspecified()) {
+			return "udp:" + strconv.Itoa(a.Port)
+		}
+	case *net.UnixAddr:
+		if a != nil && a.Name != "" {
+			return "unixgram:" + a.Name
+		}
+	}
+	return ""
+}
+
+// rawDatagramKey is datagramKey for a sockaddr a send builds in place.
+func rawDatagramKey(sa *rawInetSockaddr) string {
+	port := int(binary.BigEndian.Uint16((*[2]byte)(unsafe.Pointer(&sa.raw.Port))[:]))
+	var ip netip.Addr
+	switch sa.raw.Family {
+	case unix.AF_INET:
+		ip = netip.AddrFrom4((*unix.RawSockaddrInet4)(unsafe.Pointer(&sa.raw)).Addr)
+	case unix.AF_INET6:
+		ip = netip.AddrFrom16(sa.raw.Addr).Unmap()
+	}
+	if !ip.IsLoopback() && !ip.IsUnspecified() {
+		return ""
+	}
+	return "udp:" + strconv.Itoa(port)
+}
+
+// bubbleSending returns the datagram sockets of fd's bubble that a send
+// of fd to key (its connected peer's, for "") reaches, each counted in;
+// nil if fd is no datagram socket of a bubble. The send then reports to
+// bubbleSent.
+func (fd *netFD) bubbleSending(key string) []*netFD {
+	bubbles.mu.Lock()
+	if key == "" {
+		key = bubbles.dgramPeer[fd]
+	}
+	to := slices.Clone(bubbles.dgrams[key])
+	bubbles.mu.Unlock()
+	for _, p := range to {
+		p.pfd.SendingInBubble(+1)
+	}
+	return to
+}
+
+// bubbleSent wakes the readers of to, which bubbleSending returned, after
+// fd's send (err: whether it was made), and counts the send out.
+func (fd *netFD) bubbleSent(to []*netFD, err error) {
+	if err == nil && len(to) > 0 {
+		fd.pfd.SentInBubble()
+	}
+	for _, p := range to {
+		if err == nil {
+			p.pfd.Reached()
+		}
+		p.pfd.SendingInBubble(-1)
+	}
+}
+
+// writeInBubble is a connected datagram socket's Write and WriteContext
+// in a bubble (ctx nil for Write): the send reaches its peer.
+func (c *conn) writeInBubble(ctx context.Context, b []byte) (int, error) {
+	to := c.fd.bubbleSending("")
+	n, err := c.fd.pfd.WriteContext(orBackground(ctx), b)
+	c.fd.bubbleSent(to, err)
+	if err != nil {
+		err = c.fd.ioError(ioWrite, err)
+	}
+	return n, err
+}

@@ -1,0 +1,179 @@
+//go:build linux
+
+package gatenet_test
+
+import (
+	"context"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gatenet/gatenet"
+)
+
+// Datagram sockets in fake time (pollfd/bubble_dgram.go): each case runs
+// in a child process too (TestSynctestEdges).
+
+// TestSynctestChildUDPConnected: a connected UDP pair of the bubble. A
+// ReadContext with a 5 s timeout gets the datagram sent after a fake 1 s
+// sleep, the next times out at 5 s on the fake clock, and a deadline on
+// the other end ends its read on the fake clock too.
+func TestSynctestChildUDPConnected(t *testing.T) {
+	childOnly(t)
+	inBubble(t, func(t *testing.T) {
+		srv, err := gatenet.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		require.NoError(t, err)
+		cli, err := gatenet.DialUDP("udp", nil, srv.LocalAddr().(*net.UDPAddr))
+		require.NoError(t, err)
+		go func() {
+			time.Sleep(time.Second)
+			cli.Write([]byte("after a second"))
+		}()
+		start := time.Now()
+		buf := make([]byte, 64)
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		n, err := srv.ReadContext(ctx, buf)
+		cancel()
+		require.NoError(t, err)
+		require.Equal(t, "after a second", string(buf[:n]))
+		require.Equal(t, time.Second, time.Since(start))
+
+		ctx, cancel = context.WithTimeout(t.Context(), 5*time.Second)
+		_, err = srv.ReadContext(ctx, buf)
+		cancel()
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.Equal(t, 6*time.Second, time.Since(start))
+
+		require.NoError(t, cli.SetReadDeadline(time.Now().Add(3*time.Second)))
+		_, err = cli.Read(buf)
+		require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+		require.Equal(t, 9*time.Second, time.Since(start))
+		require.NoError(t, cli.Close())
+		require.NoError(t, srv.Close())
+	})
+}
+
+// TestSynctestChildUDPUnconnected: two unconnected sockets of the bubble.
+// Once one has sent to the other, the other's ReadFrom parks durably: a
+// datagram sent after a fake 2 s sleep arrives at 2 s, with its sender's
+// address, and the reply reaches the first socket the same way.
+func TestSynctestChildUDPUnconnected(t *testing.T) {
+	childOnly(t)
+	inBubble(t, func(t *testing.T) {
+		a, err := gatenet.ListenPacket("udp", "127.0.0.1:0")
+		require.NoError(t, err)
+		b, err := gatenet.ListenPacket("udp", "127.0.0.1:0")
+		require.NoError(t, err)
+		_, err = a.WriteTo([]byte("hello"), b.LocalAddr())
+		require.NoError(t, err)
+		buf := make([]byte, 64)
+		_, _, err = b.ReadFrom(buf)
+		require.NoError(t, err)
+		go func() {
+			time.Sleep(2 * time.Second)
+			a.WriteTo([]byte("later"), b.LocalAddr())
+		}()
+		start := time.Now()
+		require.NoError(t, b.SetReadDeadline(time.Now().Add(5*time.Second)))
+		n, from, err := b.ReadFrom(buf)
+		require.NoError(t, err)
+		require.Equal(t, "later", string(buf[:n]))
+		require.Equal(t, a.LocalAddr().String(), from.String())
+		require.Equal(t, 2*time.Second, time.Since(start))
+		go func() {
+			time.Sleep(time.Second)
+			b.WriteTo([]byte("reply"), from)
+		}()
+		require.NoError(t, a.SetReadDeadline(time.Now().Add(5*time.Second)))
+		n, _, err = a.ReadFrom(buf)
+		require.NoError(t, err)
+		require.Equal(t, "reply", string(buf[:n]))
+		require.Equal(t, 3*time.Second, time.Since(start))
+		require.NoError(t, a.Close())
+		require.NoError(t, b.Close())
+	})
+}
+
+// TestSynctestChildUnixgram: unixgram sockets of the bubble, bound to
+// paths, as the UDP ones: the second datagram, after a fake 4 s sleep,
+// arrives at 4 s.
+func TestSynctestChildUnixgram(t *testing.T) {
+	childOnly(t)
+	dir := t.TempDir()
+	inBubble(t, func(t *testing.T) {
+		a, err := gatenet.ListenUnixgram("unixgram", &net.UnixAddr{Name: dir + "/a", Net: "unixgram"})
+		require.NoError(t, err)
+		b, err := gatenet.ListenUnixgram("unixgram", &net.UnixAddr{Name: dir + "/b", Net: "unixgram"})
+		require.NoError(t, err)
+		_, err = a.WriteTo([]byte("hello"), b.LocalAddr())
+		require.NoError(t, err)
+		go func() {
+			time.Sleep(4 * time.Second)
+			a.WriteTo([]byte("later"), b.LocalAddr())
+		}()
+		start := time.Now()
+		buf := make([]byte, 64)
+		for _, want := range []string{"hello", "later"} {
+			n, _, err := b.ReadFrom(buf)
+			require.NoError(t, err)
+			require.Equal(t, want, string(buf[:n]))
+		}
+		require.Equal(t, 4*time.Second, time.Since(start))
+		require.NoError(t, a.Close())
+		require.NoError(t, b.Close())
+	})
+}
+
+// TestSynctestChildUDPOutsideSender: a socket of the bubble that parks
+// durably gets a datagram from net's socket, outside the bubble, while
+// the bubble is busy: the drain loop's edge wakes the reader (no goroutine
+// of the bubble would), and the socket waits as over net from then on.
+func TestSynctestChildUDPOutsideSender(t *testing.T) {
+	childOnly(t)
+	outside, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer outside.Close()
+	addrs := make(chan net.Addr, 1)
+	go func() {
+		to := <-addrs
+		time.Sleep(20 * time.Millisecond) // let the reader park
+		outside.WriteTo([]byte("from outside"), to)
+	}()
+	inBubble(t, func(t *testing.T) {
+		a, err := gatenet.ListenPacket("udp", "127.0.0.1:0")
+		require.NoError(t, err)
+		b, err := gatenet.ListenPacket("udp", "127.0.0.1:0")
+		require.NoError(t, err)
+		_, err = a.WriteTo([]byte("hello"), b.LocalAddr()) // b is the bubble's now
+		require.NoError(t, err)
+		got := make(chan string, 2)
+		go func() {
+			buf := make([]byte, 64)
+			for range 2 {
+				n, _, err := b.ReadFrom(buf)
+				if err != nil {
+					got <- err.Error()
+					return
+				}
+				got <- string(buf[:n])
+			}
+		}()
+		require.Equal(t, "hello", <-got)
+		addrs <- b.LocalAddr()
+		var last string
+		for busy := true; busy; { // the bubble stays busy until the read: its clock does not move
+			select {
+			case last = <-got:
+				busy = false
+			default:
+				time.Sleep(0)
+			}
+		}
+		require.Equal(t, "from outside", last)
+		require.NoError(t, a.Close())
+		require.NoError(t, b.Close())
+	})
+}
