@@ -30,6 +30,12 @@
 //	                        ↑ Close → Unblock: closing, wake
 //	                  → retry read(2)
 //
+// In a testing/synctest bubble, a read, write or accept between two
+// descriptors gatenet made in the bubble parks durably, so the bubble's
+// fake clock moves while it waits and deadlines and timeouts of seconds
+// take microseconds (Example_synctest); what waits on the real clock
+// instead is said on each type (TCPConn, UDPConn, File, ReadyQueue).
+//
 // gatenet is Linux-only in substance. On other systems the package compiles
 // and delegates to the standard library (File wraps *os.File), so code
 // using it builds everywhere.

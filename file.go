@@ -32,6 +32,12 @@ import (
 // It has *os.File's methods except Chdir, ReadDir, Readdir and
 // Readdirnames, plus ContextIO's; it is its own type, not an *os.File,
 // and cannot go where an *os.File is required.
+//
+// In a testing/synctest bubble, the two ends of a Pipe made there park
+// durably (in fake time) while both stay gatenet's: once either end's
+// number is handed out (Fd, a dup, a child's ExtraFiles) or it is used
+// from outside the bubble, both wait as os's pipes do. A File from
+// NewFile or OpenFile never parks durably.
 type File struct {
 	fd   *poll.FD
 	name string

@@ -46,6 +46,11 @@ import (
 //
 // Listen and Accept return net.Listener and net.Conn: Add takes
 // c.(gatenet.Pollable).
+//
+// A ReadyQueue made in a testing/synctest bubble sleeps durably in Next
+// (its context's timeout fires on the fake clock) while every member
+// parks durably there; a member whose peer is not the bubble's keeps Next
+// on the real clock, where a context deadline set in the bubble ends it.
 type ReadyQueue struct {
 	list *pollfd.ReadyList
 }

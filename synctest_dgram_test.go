@@ -177,3 +177,24 @@ func TestSynctestChildUDPOutsideSender(t *testing.T) {
 		require.NoError(t, b.Close())
 	})
 }
+
+// TestSynctestChildUDPNotReached: a socket no send of the bubble has
+// reached waits as net's does, so the bubble does not idle and its clock
+// stands still; a context timeout or a deadline set in the bubble then
+// ends the read on the real clock, instead of never.
+func TestSynctestChildUDPNotReached(t *testing.T) {
+	childOnly(t)
+	inBubble(t, func(t *testing.T) {
+		c, err := gatenet.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		require.NoError(t, err)
+		buf := make([]byte, 8)
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		_, err = c.ReadContext(ctx, buf)
+		cancel()
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(50*time.Millisecond)))
+		_, err = c.ReadContext(t.Context(), buf)
+		require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+		require.NoError(t, c.Close())
+	})
+}

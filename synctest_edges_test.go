@@ -44,6 +44,7 @@ func TestSynctestEdges(t *testing.T) {
 		"TestSynctestChildUDPUnconnected",
 		"TestSynctestChildUnixgram",
 		"TestSynctestChildUDPOutsideSender",
+		"TestSynctestChildUDPNotReached",
 	} {
 		t.Run(name, func(t *testing.T) {
 			out := testutil.RunChild(t, name, synctestChildEnv)

@@ -16,6 +16,13 @@ import (
 )
 
 // TCPConn is a TCP connection with the method set of *net.TCPConn.
+//
+// In a testing/synctest bubble, a loopback connection both of whose ends
+// gatenet made there parks its reads, writes and WaitRead durably (in
+// fake time); a writer on a full send buffer does so while its peer has
+// bytes to read. A connection to net's, another process's or one made
+// outside the bubble, one whose number was handed out (File,
+// SyscallConn) or one with faults attached waits as net's does.
 type TCPConn struct {
 	conn
 }

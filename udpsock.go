@@ -15,6 +15,12 @@ import (
 // UDPConn is a UDP socket with the method set of *net.UDPConn. A read
 // never merges or splits datagrams; a zero-length datagram reads as
 // n == 0 with a nil error, as with net.
+//
+// In a testing/synctest bubble, a UDPConn made there parks its reads
+// durably (in fake time) once a send of a socket of the bubble reached
+// it, or it sent to or connected to one; until then, and for good once a
+// datagram from outside the bubble arrives, it waits as net's does. Its
+// writes never park durably.
 type UDPConn struct {
 	conn
 }

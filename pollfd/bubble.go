@@ -100,6 +100,7 @@ package pollfd
 
 import (
 	"bytes"
+	"context"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -477,6 +478,40 @@ func (d *Desc) realClockSlotLocked(g *gate) *parkSlot {
 		return nil
 	}
 	s.deadline, s.dl = true, gt.seq
+	return s
+}
+
+// realClockCtxSlotLocked is realClockSlotLocked for a cancellable wait: a
+// slot whose read deadline is the earlier of g's deadline and ctx's, each
+// if set in a bubble, on its fake clock; nil if neither is, or the park is
+// durable. A slot for ctx's deadline ends the park as a cancellation
+// (ctxExpired), and WaitContext returns context.DeadlineExceeded, as ctx
+// will once its bubble's clock gets there. Called with mu held, by
+// waitCancelable.
+func (d *Desc) realClockCtxSlotLocked(g *gate, ctx context.Context) *parkSlot {
+	if g.durable || !inBubble() {
+		return nil
+	}
+	t, ok := ctx.Deadline()
+	if !ok || !isBubbleTime(t) {
+		if g.dl != nil && g.dl.fake {
+			return d.realClockSlotLocked(g)
+		}
+		return nil
+	}
+	left := time.Until(t)
+	if gt := g.dl; gt != nil && gt.fake && gt.deadline != 0 && time.Duration(gt.deadline-nanotime()) <= left {
+		return d.realClockSlotLocked(g)
+	}
+	s, err := newParkSlot()
+	if err != nil {
+		return nil
+	}
+	if err := s.file.SetReadDeadline(time.Now().Add(left)); err != nil {
+		s.file.Close()
+		return nil
+	}
+	s.ctxDeadline = true
 	return s
 }
 

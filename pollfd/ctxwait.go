@@ -84,13 +84,16 @@ func (d *Desc) ctxGate(g *gate) *ctxGate {
 // ctxGateFor returns g's registration for ctx, registering it unless
 // this gate's contexts are one per call (see the top of this file), or
 // nil: this wait selects. Called with mu held.
-func (d *Desc) ctxGateFor(ctx context.Context, g *gate) *ctxGate {
+//
+// register says the park must be registered, not a select: it is durable,
+// or sleeps in a real-clock slot (bubble.go).
+func (d *Desc) ctxGateFor(ctx context.Context, g *gate, register bool) *ctxGate {
 	done := ctx.Done()
 	cg := d.ctxGate(g)
 	again := cg.last == done
 	cg.last = done
 	switch {
-	case g.durable && cg.done != done: // a durable park never selects (bubble.go): register
+	case register && cg.done != done:
 		d.registerLocked(ctx, g, cg, done)
 		cg.uses = 1
 		return cg
@@ -190,7 +193,8 @@ func (d *Desc) waitCancelable(ctx context.Context, mode Mode) error {
 			return err
 		}
 		var canceled bool
-		switch cg := d.ctxGateFor(ctx, g); {
+		s := d.realClockCtxSlotLocked(g, ctx)
+		switch cg := d.ctxGateFor(ctx, g, g.durable || s != nil); {
 		case cg == nil: // contexts come one per call here: select
 			canceled = d.parkLocked(g, nil, ctx.Done())
 		case ctx.Err() != nil: // registered, and already done
@@ -199,9 +203,9 @@ func (d *Desc) waitCancelable(ctx context.Context, mode Mode) error {
 			return errDone
 		default:
 			cg.parked = true
-			d.parkLocked(g, nil, nil)
+			d.parkLocked(g, s, nil)
 			cg.parked = false
-			canceled, cg.canceled = cg.canceled, false
+			canceled, cg.canceled = cg.canceled || (s != nil && s.ctxExpired), false
 		}
 		if canceled {
 			if done, err := d.canceledLocked(mode, g); done {

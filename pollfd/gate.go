@@ -386,7 +386,10 @@ func (d *Desc) WaitContext(ctx context.Context, mode Mode) error {
 	if err := d.waitCancelable(ctx, mode); err != errDone {
 		return err
 	}
-	return ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return context.DeadlineExceeded // its deadline passed on the real clock, not yet on its bubble's (bubble.go)
 }
 
 // errDone reports that waitCancelable's context ended the wait.

@@ -133,6 +133,7 @@ func (d *Desc) unparkLocked(g *gate, s *parkSlot, wake chan struct{}, ended bool
 			if s.deadline {
 				d.realDeadlineLocked(g, s) // its read deadline ended it
 			}
+			s.ctxExpired = s.ctxDeadline
 		}
 		if ended {
 			d.shard.stats.canceled.Add(1)
@@ -142,7 +143,7 @@ func (d *Desc) unparkLocked(g *gate, s *parkSlot, wake chan struct{}, ended bool
 	}
 	switch {
 	case s == nil:
-	case s.deadline:
+	case s.deadline || s.ctxDeadline:
 		s.file.Close() // no waker holds it: the park is claimed or withdrawn
 	default:
 		d.shard.parkSlots.put(s)

@@ -83,6 +83,10 @@ type parkSlot struct {
 	// deadline is the gate's deadline generation dl (bubble.go).
 	deadline bool
 	dl       uint32
+	// ctxDeadline: a slot of one park's own whose read deadline is the
+	// context's deadline (realClockCtxSlotLocked); ctxExpired: it ended
+	// the park.
+	ctxDeadline, ctxExpired bool
 }
 
 // parkSlots is a shard's free list of slots.
