@@ -489,18 +489,20 @@ func (d *Desc) realClockSlotLocked(g *gate) *parkSlot {
 // will once its bubble's clock gets there. Called with mu held, by
 // waitCancelable.
 func (d *Desc) realClockCtxSlotLocked(g *gate, ctx context.Context) *parkSlot {
-	if g.durable || !inBubble() {
+	if g.durable {
 		return nil
 	}
 	t, ok := ctx.Deadline()
-	if !ok || !isBubbleTime(t) {
-		if g.dl != nil && g.dl.fake {
-			return d.realClockSlotLocked(g)
-		}
+	ctxFake := ok && isBubbleTime(t) // no monotonic reading: a bubble's clock, or made so
+	gateFake := g.dl != nil && g.dl.fake && g.dl.deadline != 0
+	switch {
+	case !ctxFake && !gateFake, !inBubble():
 		return nil
+	case !ctxFake:
+		return d.realClockSlotLocked(g)
 	}
 	left := time.Until(t)
-	if gt := g.dl; gt != nil && gt.fake && gt.deadline != 0 && time.Duration(gt.deadline-nanotime()) <= left {
+	if gateFake && time.Duration(g.dl.deadline-nanotime()) <= left {
 		return d.realClockSlotLocked(g)
 	}
 	s, err := newParkSlot()
