@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/net/ipv4"
+	"golang.org/x/sys/unix"
 
 	"github.com/gatenet/gatenet"
 )
@@ -196,5 +198,46 @@ func TestSynctestChildUDPNotReached(t *testing.T) {
 		_, err = c.ReadContext(t.Context(), buf)
 		require.ErrorIs(t, err, os.ErrDeadlineExceeded)
 		require.NoError(t, c.Close())
+	})
+}
+
+// TestSynctestChildUDPRawConn: quic-go's way of reading, a batch through
+// ipv4.PacketConn (recvmmsg(2) inside the socket's RawConn.Read), after
+// setting options through its RawConn.Control: handing the number out so
+// does not make a datagram socket ordinary, and the batch read parks
+// durably until a send after a fake 3 s sleep.
+func TestSynctestChildUDPRawConn(t *testing.T) {
+	childOnly(t)
+	inBubble(t, func(t *testing.T) {
+		a, err := gatenet.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		require.NoError(t, err)
+		b, err := gatenet.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		require.NoError(t, err)
+		rc, err := b.SyscallConn()
+		require.NoError(t, err)
+		require.NoError(t, rc.Control(func(fd uintptr) {
+			unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, 1<<20)
+		}))
+		_, err = a.WriteTo([]byte("hello"), b.LocalAddr())
+		require.NoError(t, err)
+		go func() {
+			time.Sleep(3 * time.Second)
+			a.WriteTo([]byte("later"), b.LocalAddr())
+		}()
+		pc := ipv4.NewPacketConn(b)
+		msgs := []ipv4.Message{{Buffers: [][]byte{make([]byte, 64)}}, {Buffers: [][]byte{make([]byte, 64)}}}
+		start := time.Now()
+		var got []string
+		for len(got) < 2 {
+			n, err := pc.ReadBatch(msgs, 0)
+			require.NoError(t, err)
+			for _, m := range msgs[:n] {
+				got = append(got, string(m.Buffers[0][:m.N]))
+			}
+		}
+		require.Equal(t, []string{"hello", "later"}, got)
+		require.Equal(t, 3*time.Second, time.Since(start))
+		require.NoError(t, a.Close())
+		require.NoError(t, b.Close())
 	})
 }

@@ -45,6 +45,7 @@ func TestSynctestEdges(t *testing.T) {
 		"TestSynctestChildUnixgram",
 		"TestSynctestChildUDPOutsideSender",
 		"TestSynctestChildUDPNotReached",
+		"TestSynctestChildUDPRawConn",
 	} {
 		t.Run(name, func(t *testing.T) {
 			out := testutil.RunChild(t, name, synctestChildEnv)

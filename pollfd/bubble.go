@@ -111,7 +111,7 @@ import (
 )
 
 func init() {
-	pollhook.Unpair = (*Desc).unpairBoth
+	pollhook.Unpair = (*Desc).handedOut
 	pollhook.InBubble = (*Desc).openedInBubble
 	pollhook.Pair = pair
 	pollhook.AcceptDurably = (*Desc).acceptDurably
@@ -349,6 +349,20 @@ func (d *Desc) unpair() *Desc {
 func (d *Desc) unpairBoth() {
 	if p := d.unpair(); p != nil {
 		p.unpair()
+	}
+}
+
+// handedOut is Unpair: d's number left gatenet. A stream's ends are
+// unpaired; a datagram socket stays as it is, since what reaches it by
+// that number is a datagram from outside, which the drain loop's edge
+// notices (bubble_dgram.go), and quic-go, say, reads and sets options
+// through its RawConn.
+func (d *Desc) handedOut() {
+	d.mu.Lock()
+	dg := d.dgramLocked()
+	d.mu.Unlock()
+	if dg == nil {
+		d.unpairBoth()
 	}
 }
 
