@@ -19,6 +19,14 @@ import (
 // Datagram sockets in fake time (pollfd/bubble_dgram.go): each case runs
 // in a child process too (TestSynctestEdges).
 
+// listenUDP opens a UDP socket on 127.0.0.1, in the caller's bubble.
+func listenUDP(t *testing.T) *gatenet.UDPConn {
+	t.Helper()
+	c, err := gatenet.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	return c
+}
+
 // TestSynctestChildUDPConnected: a connected UDP pair of the bubble. A
 // ReadContext with a 5 s timeout gets the datagram sent after a fake 1 s
 // sleep, the next times out at 5 s on the fake clock, and a deadline on
@@ -26,8 +34,7 @@ import (
 func TestSynctestChildUDPConnected(t *testing.T) {
 	childOnly(t)
 	inBubble(t, func(t *testing.T) {
-		srv, err := gatenet.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-		require.NoError(t, err)
+		srv := listenUDP(t)
 		cli, err := gatenet.DialUDP("udp", nil, srv.LocalAddr().(*net.UDPAddr))
 		require.NoError(t, err)
 		go func() {
@@ -65,11 +72,8 @@ func TestSynctestChildUDPConnected(t *testing.T) {
 func TestSynctestChildUDPUnconnected(t *testing.T) {
 	childOnly(t)
 	inBubble(t, func(t *testing.T) {
-		a, err := gatenet.ListenPacket("udp", "127.0.0.1:0")
-		require.NoError(t, err)
-		b, err := gatenet.ListenPacket("udp", "127.0.0.1:0")
-		require.NoError(t, err)
-		_, err = a.WriteTo([]byte("hello"), b.LocalAddr())
+		a, b := listenUDP(t), listenUDP(t)
+		_, err := a.WriteTo([]byte("hello"), b.LocalAddr())
 		require.NoError(t, err)
 		buf := make([]byte, 64)
 		_, _, err = b.ReadFrom(buf)
@@ -145,11 +149,8 @@ func TestSynctestChildUDPOutsideSender(t *testing.T) {
 		outside.WriteTo([]byte("from outside"), to)
 	}()
 	inBubble(t, func(t *testing.T) {
-		a, err := gatenet.ListenPacket("udp", "127.0.0.1:0")
-		require.NoError(t, err)
-		b, err := gatenet.ListenPacket("udp", "127.0.0.1:0")
-		require.NoError(t, err)
-		_, err = a.WriteTo([]byte("hello"), b.LocalAddr()) // b is the bubble's now
+		a, b := listenUDP(t), listenUDP(t)
+		_, err := a.WriteTo([]byte("hello"), b.LocalAddr()) // b is the bubble's now
 		require.NoError(t, err)
 		got := make(chan string, 2)
 		go func() {
@@ -187,11 +188,10 @@ func TestSynctestChildUDPOutsideSender(t *testing.T) {
 func TestSynctestChildUDPNotReached(t *testing.T) {
 	childOnly(t)
 	inBubble(t, func(t *testing.T) {
-		c, err := gatenet.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-		require.NoError(t, err)
+		c := listenUDP(t)
 		buf := make([]byte, 8)
 		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-		_, err = c.ReadContext(ctx, buf)
+		_, err := c.ReadContext(ctx, buf)
 		cancel()
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		require.NoError(t, c.SetReadDeadline(time.Now().Add(50*time.Millisecond)))
@@ -209,10 +209,7 @@ func TestSynctestChildUDPNotReached(t *testing.T) {
 func TestSynctestChildUDPRawConn(t *testing.T) {
 	childOnly(t)
 	inBubble(t, func(t *testing.T) {
-		a, err := gatenet.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-		require.NoError(t, err)
-		b, err := gatenet.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-		require.NoError(t, err)
+		a, b := listenUDP(t), listenUDP(t)
 		rc, err := b.SyscallConn()
 		require.NoError(t, err)
 		require.NoError(t, rc.Control(func(fd uintptr) {
