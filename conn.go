@@ -3,6 +3,7 @@
 package gatenet
 
 import (
+	"context"
 	"io"
 	"net"
 	"os"
@@ -76,7 +77,7 @@ func (c *conn) Write(b []byte) (int, error) {
 		return 0, syscall.EINVAL
 	}
 	if c.fd.bubbleDgram {
-		return c.writeInBubble(nil, b)
+		return c.writeInBubble(context.Background(), b)
 	}
 	n, err := c.fd.pfd.Write(b)
 	if err != nil {

@@ -133,7 +133,7 @@ func (fd *netFD) bubbleSent(to []*netFD, err error) {
 }
 
 // writeInBubble is a connected datagram socket's Write and WriteContext
-// in a bubble (ctx nil for Write): the send reaches its peer.
+// in a bubble: the send reaches its peer.
 func (c *conn) writeInBubble(ctx context.Context, b []byte) (int, error) {
 	to := c.fd.bubbleSending("")
 	n, err := c.fd.pfd.WriteContext(orBackground(ctx), b)
