@@ -251,7 +251,7 @@ func ExampleReadyQueue() {
 					var n int
 					n, err = c.ReadContext(noWait, buf)
 					if n > 0 {
-						_, werr := c.WriteContext(context.Background(), buf[:n])
+						_, werr := q.Write(p, buf[:n]) // never parks: what waits, Next sends
 						if err == nil {
 							err = werr
 						}
@@ -266,7 +266,7 @@ func ExampleReadyQueue() {
 						p.Close()
 					}
 				default: // io.EOF: the peer is done; or a read or write error
-					p.Close() // leaves the queue
+					q.CloseWhenFlushed(p) // once the last echo is out; it leaves the queue
 					served <- struct{}{}
 				}
 			}

@@ -4,9 +4,12 @@ package gatenet
 
 import (
 	"context"
+	"errors"
 	"net"
-	"os"
+	"sync/atomic"
+	"syscall"
 
+	"github.com/gatenet/gatenet/internal/poll"
 	"github.com/gatenet/gatenet/pollfd"
 )
 
@@ -47,31 +50,134 @@ import (
 // Listen and Accept return net.Listener and net.Conn: Add takes
 // c.(gatenet.Pollable).
 //
+// A worker that must not park on a conn whose peer does not read writes
+// with q.Write: what the socket does not take at once the queue keeps and
+// sends as the conn becomes writable, and while more than the output limit
+// (SetOutputLimit, 256 KiB by default) waits the conn is not reported
+// readable, so a client that never reads holds at most that much of the
+// server's memory and no worker. ExampleReadyQueue's loop writes so.
+//
+// Close wakes the Nexts and lets go of the members, which may then be
+// added to another queue; it closes none of them, and the queue does not
+// list them: a server that closes its conns at shutdown keeps its own set
+// of them, as net/http's Server does.
+//
 // A ReadyQueue made in a testing/synctest bubble sleeps durably in Next
 // (its context's timeout fires on the fake clock) while every member
 // parks durably there; a member whose peer is not the bubble's keeps Next
 // on the real clock, where a context deadline set in the bubble ends it.
 type ReadyQueue struct {
-	list *pollfd.ReadyList
+	list        *pollfd.ReadyList
+	outputLimit atomic.Int64
 }
+
+// defaultOutputLimit is a new queue's output limit: four reads of the
+// 64 KiB buffer a worker typically reads into.
+const defaultOutputLimit = 256 << 10
 
 // NewReadyQueue returns an empty queue.
-func NewReadyQueue() *ReadyQueue { return &ReadyQueue{list: pollfd.NewReadyList()} }
-
-// Add watches p, or re-arms it after a worker is done with it: if p is
-// readable already, Next reports it at once. A descriptor epoll refused (a
-// regular file) cannot be watched.
-func (q *ReadyQueue) Add(p Pollable) error {
-	fd := p.descriptor()
-	if fd == nil {
-		return os.ErrInvalid
-	}
-	return fd.Watch(q.list, p)
+func NewReadyQueue() *ReadyQueue {
+	q := &ReadyQueue{list: pollfd.NewReadyList()}
+	q.outputLimit.Store(defaultOutputLimit)
+	return q
 }
 
-// Remove stops watching p. Closing p removes it too.
+// member is what the queue's list holds for each value it watches: the
+// value, and the output Write queued for it, made at its first write that
+// would block.
+type member struct {
+	p   Pollable
+	fd  *poll.FD
+	out atomic.Pointer[output]
+}
+
+// The errors of misuse. Each is a *net.OpError's Err.
+var (
+	errNoQueue        = errors.New("gatenet: ReadyQueue not made by NewReadyQueue")
+	errWatchedByOther = errors.New("gatenet: already in another ReadyQueue (Remove it there first)")
+)
+
+// closedQueueError is the error of Add and Write on a closed queue:
+// errors.Is(err, net.ErrClosed) holds, as for a closed conn.
+type closedQueueError struct{}
+
+func (closedQueueError) Error() string        { return "use of closed ReadyQueue" }
+func (closedQueueError) Is(target error) bool { return target == net.ErrClosed }
+
+// opError wraps err as net does, with p's network and addresses where p
+// has them (a conn: local and remote; a listener: its address).
+func opError(op string, p Pollable, err error) error {
+	e := &net.OpError{Op: op, Err: err}
+	switch v := p.(type) {
+	case net.Conn:
+		if a := v.LocalAddr(); a != nil {
+			e.Net, e.Source = a.Network(), a
+		}
+		e.Addr = v.RemoteAddr()
+	case net.Listener:
+		if a := v.Addr(); a != nil {
+			e.Net, e.Addr = a.Network(), a
+		}
+	}
+	return e
+}
+
+// descriptorOf returns p's descriptor for op, or the error of a nil or
+// zero queue, a nil or zero p.
+func (q *ReadyQueue) descriptorOf(op string, p Pollable) (*poll.FD, error) {
+	if q == nil || q.list == nil {
+		return nil, &net.OpError{Op: op, Err: errNoQueue}
+	}
+	if p == nil {
+		return nil, &net.OpError{Op: op, Err: syscall.EINVAL}
+	}
+	fd := p.descriptor()
+	if fd == nil {
+		return nil, &net.OpError{Op: op, Err: syscall.EINVAL}
+	}
+	return fd, nil
+}
+
+// Add watches p, or re-arms it after a worker is done with it: if p is
+// readable already, Next reports it at once. While more output than the
+// limit waits to be sent (Write), Add leaves p unreported until it is;
+// after a queued write failed, Add returns that error, and the worker
+// closes p. Add fails on a closed queue (errors.Is(err, net.ErrClosed)), on
+// a value another open queue watches, and on a regular file, which epoll
+// cannot watch; it binds nothing then.
+func (q *ReadyQueue) Add(p Pollable) error {
+	fd, err := q.descriptorOf("add", p)
+	if err != nil {
+		return err
+	}
+	m, _ := fd.WatchCookie(q.list).(*member)
+	if m == nil {
+		m = &member{p: p, fd: fd}
+	} else if o := m.out.Load(); o != nil {
+		return o.add(q, m)
+	}
+	return q.watch(m)
+}
+
+// watch arms m's read reports (poll.FD.Watch), and turns the poller's
+// errors into Add's.
+func (q *ReadyQueue) watch(m *member) error {
+	err := m.fd.Watch(q.list, m)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, pollfd.ErrListClosed):
+		err = closedQueueError{}
+	case errors.Is(err, pollfd.ErrWatchedElsewhere):
+		err = errWatchedByOther
+	}
+	return opError("add", m.p, err)
+}
+
+// Remove stops watching p, and drops the output Write queued for it.
+// Closing p removes it too.
 func (q *ReadyQueue) Remove(p Pollable) {
-	if fd := p.descriptor(); fd != nil {
+	if fd, err := q.descriptorOf("remove", p); err == nil {
 		fd.Unwatch()
 	}
 }
@@ -79,7 +185,9 @@ func (q *ReadyQueue) Remove(p Pollable) {
 // Next waits for a watched connection to become readable (data, end of
 // file, a hang-up or an error) and returns it (the value given to Add), or
 // returns ctx's error (bare), or net.ErrClosed after Close. Concurrent
-// calls each get a different report.
+// calls each get a different report. A conn with queued output that
+// became writable is not returned: Next sends its output (without
+// blocking) and waits on.
 //
 // Workers that stop when the queue is closed pass context.Background():
 // a Next whose context can never be done sleeps in the runtime's poller,
@@ -87,22 +195,41 @@ func (q *ReadyQueue) Remove(p Pollable) {
 // fastest hand-off the queue has. With a context that can be done, a
 // report may cost a thread wake-up.
 func (q *ReadyQueue) Next(ctx context.Context) (Pollable, error) {
-	v, err := q.list.Next(orBackground(ctx))
-	if err == pollfd.ErrListClosed {
-		return nil, net.ErrClosed
+	if q == nil || q.list == nil {
+		return nil, &net.OpError{Op: "next", Err: errNoQueue}
 	}
-	if err != nil {
-		return nil, err
+	ctx = orBackground(ctx)
+	for {
+		v, write, err := q.list.NextEvent(ctx)
+		if err == pollfd.ErrListClosed {
+			return nil, net.ErrClosed
+		}
+		if err != nil {
+			return nil, err
+		}
+		m := v.(*member)
+		if write {
+			q.flush(m)
+			continue
+		}
+		return m.p, nil
 	}
-	return v.(Pollable), nil
 }
 
-// Len reports how many readable connections wait for Next.
-func (q *ReadyQueue) Len() int { return q.list.Len() }
+// Len reports how many reports wait for Next.
+func (q *ReadyQueue) Len() int {
+	if q == nil || q.list == nil {
+		return 0
+	}
+	return q.list.Len()
+}
 
-// Close wakes every Next with net.ErrClosed. It does not close the
-// connections.
+// Close wakes every Next with net.ErrClosed, and lets go of the members:
+// it does not close them, and they may be added to another queue.
 func (q *ReadyQueue) Close() error {
+	if q == nil || q.list == nil {
+		return &net.OpError{Op: "close", Err: errNoQueue}
+	}
 	q.list.Close()
 	return nil
 }

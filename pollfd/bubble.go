@@ -288,6 +288,7 @@ func (d *Desc) wakeDurable(mode Mode) (outside bool) {
 	}
 	if mode != ModeRead {
 		outside = d.wakeDurableLocked(&d.wg) || outside
+		d.reportWriteDurableLocked()
 	}
 	d.mu.Unlock()
 	return outside
@@ -326,6 +327,17 @@ func (d *Desc) reportDurableLocked(owned bool) {
 		return
 	}
 	d.reportLocked()
+}
+
+// reportWriteDurableLocked is reportDurableLocked for room to write: the
+// peer's read made some, and a list waiting for d's write side hears of it
+// now (ready_write.go). A spurious report costs a write that finds no
+// room, and a WatchWrite. Called with mu held.
+func (d *Desc) reportWriteDurableLocked() {
+	if w := d.watchLocked(); w != nil && w.writeArmed && d.is(descDurable) {
+		d.wg.ready = true
+		d.reportWriteLocked()
+	}
 }
 
 // unpair makes d park as an ordinary descriptor for good and forgets its

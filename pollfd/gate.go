@@ -487,6 +487,8 @@ func (d *Desc) deliver(events uint32) (woke int) {
 		d.wg.ready = true
 		if d.wakeEdgeLocked(&d.wg) {
 			woke++
+		} else {
+			d.reportWriteLocked()
 		}
 	}
 	if woke > 0 { // counted under mu: the woken waiter sees it

@@ -22,6 +22,11 @@ package pollfd
 //	Next             pops a queued Desc: queued = false
 //	Unwatch, Unblock unlinked from the list; Next skips it
 //
+// A watched Desc may also ask for its write side (ready_write.go):
+// writeArmed, writeQueued and holdReads follow the same rules for write
+// edges, and while holdReads is set a read edge leaves the Desc armed but
+// unreported, until the next Watch.
+//
 // So a descriptor is reported once per edge, never while a reader holds
 // it, and never after it closes. Lock order: Desc.mu, then ReadyList.mu;
 // the list never takes a Desc's mu while holding its own.
@@ -79,13 +84,18 @@ import (
 	"sync"
 )
 
-// ErrListClosed is returned by Next after Close.
+// ErrListClosed is returned by Next after Close, and by Watch on a
+// closed list.
 var ErrListClosed = errors.New("pollfd: ready list closed")
+
+// ErrWatchedElsewhere is Watch's error for a descriptor another open list
+// watches.
+var ErrWatchedElsewhere = errors.New("pollfd: descriptor already watched by another list")
 
 // ReadyList collects watched descriptors whose read side became ready.
 type ReadyList struct {
 	mu     sync.Mutex
-	items  []*Desc
+	items  []report
 	closed bool
 	notify chan struct{} // capacity 1: "items may be non-empty"
 
@@ -98,8 +108,14 @@ type ReadyList struct {
 	// In a synctest bubble: the bubble the list was made in (0 outside
 	// every bubble), the Descs it watches, and the Nexts asleep durably.
 	bubble   uint64
-	members  map[*Desc]struct{}
+	members  map[*Desc]bool
 	durables []*durableSleeper
+}
+
+// report is one item of the list: d became readable, or writable.
+type report struct {
+	d     *Desc
+	write bool
 }
 
 // durableSleeper is a Next asleep durably: woken, under the list's mu,
@@ -127,6 +143,10 @@ type watch struct {
 	cookie any
 	armed  bool
 	queued bool
+
+	writeArmed  bool // ready_write.go
+	writeQueued bool
+	holdReads   bool
 }
 
 // Watch adds d to l, armed: its next read edge puts it on the list. On a
@@ -135,7 +155,9 @@ type watch struct {
 // unconsumed, puts it on the list at once. Readiness older than that
 // raised no edge Watch can see; a caller that needs it reported probes the
 // descriptor after Watch and calls NotifyReady if it is readable. cookie
-// is what Next returns for d.
+// is what Next returns for d. Watch ends a hold of d's read reports
+// (WatchWrite). It fails on a closed list, and on a descriptor another
+// open list watches; one a closed list still watches moves to l.
 func (d *Desc) Watch(l *ReadyList, cookie any) error {
 	if err := d.joined(0); err != nil {
 		return err
@@ -145,9 +167,15 @@ func (d *Desc) Watch(l *ReadyList, cookie any) error {
 	if d.is(descClosing) {
 		return ErrClosing
 	}
+	if l.isClosed() {
+		return ErrListClosed
+	}
 	w := &d.extLocked().watch
 	if w.list != nil && w.list != l {
-		return errors.New("pollfd: descriptor already watched by another list")
+		if !w.list.isClosed() {
+			return ErrWatchedElsewhere
+		}
+		d.unwatchLocked()
 	}
 	if w.list == nil && l.bubble != 0 {
 		l.join(d)
@@ -156,6 +184,7 @@ func (d *Desc) Watch(l *ReadyList, cookie any) error {
 	if d.shard.runtimePark {
 		l.lendSlots(d.shard)
 	}
+	w.holdReads = false
 	if !w.queued {
 		w.armed = true
 		if d.rg.ready {
@@ -177,7 +206,7 @@ func (d *Desc) unwatchLocked() {
 	if w == nil {
 		return
 	}
-	if w.queued {
+	if w.queued || w.writeQueued {
 		w.list.remove(d)
 	}
 	if w.list.bubble != 0 {
@@ -207,20 +236,29 @@ func (d *Desc) NotifyReady() {
 // reportLocked queues d if it is armed. Called with d.mu held.
 func (d *Desc) reportLocked() {
 	w := d.watchLocked()
-	if w == nil || !w.armed || d.is(descClosing) {
+	if w == nil || !w.armed || w.holdReads || d.is(descClosing) {
 		return
 	}
 	w.armed, w.queued = false, true
-	w.list.push(d)
+	w.list.push(report{d: d})
 }
 
-func (l *ReadyList) push(d *Desc) {
+func (l *ReadyList) push(r report) {
 	l.mu.Lock()
 	if !l.closed {
-		l.items = append(l.items, d)
+		l.items = append(l.items, r)
+		if _, ok := l.members[r.d]; ok && r.write {
+			l.members[r.d] = true // reported: no longer waiting for room (ready_bubble.go)
+		}
 		l.wakeOneLocked()
 	}
 	l.mu.Unlock()
+}
+
+func (l *ReadyList) isClosed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed
 }
 
 // lendSlots makes s's park slots the ones Next sleeps in, if it has none
@@ -293,38 +331,50 @@ func (l *ReadyList) sleepLocked() bool {
 	return true
 }
 
+// remove unlinks d's reports, read and write.
 func (l *ReadyList) remove(d *Desc) {
 	l.mu.Lock()
-	for i, x := range l.items {
-		if x == d {
-			l.items = append(l.items[:i], l.items[i+1:]...)
-			break
+	kept := l.items[:0]
+	for _, r := range l.items {
+		if r.d != d {
+			kept = append(kept, r)
 		}
 	}
+	clear(l.items[len(kept):])
+	l.items = kept
 	l.mu.Unlock()
 }
 
 // Next returns the cookie of the next descriptor that became readable,
-// waiting until one does, ctx is done or the list is closed.
+// waiting until one does, ctx is done or the list is closed. On a list
+// with write interest (WatchWrite) it returns write reports too: NextEvent
+// tells them apart.
 func (l *ReadyList) Next(ctx context.Context) (any, error) {
+	cookie, _, err := l.NextEvent(ctx)
+	return cookie, err
+}
+
+// NextEvent is Next, also saying whether the report is of room to write.
+func (l *ReadyList) NextEvent(ctx context.Context) (cookie any, write bool, err error) {
 	for {
 		l.mu.Lock()
 		if l.closed {
 			l.mu.Unlock()
-			return nil, ErrListClosed
+			return nil, false, ErrListClosed
 		}
-		var d *Desc
+		var r report
 		if len(l.items) > 0 {
-			d = l.items[0]
-			l.items[0] = nil
+			r = l.items[0]
+			l.items[0] = report{}
 			l.items = l.items[1:]
 			if len(l.items) > 0 {
 				l.wakeOneLocked() // more for another Next
 			}
 		}
+		d := r.d
 		if d == nil && l.bubble != 0 && l.durableLocked(ctx) {
 			if err := l.sleepDurably(ctx); err != nil {
-				return nil, err
+				return nil, false, err
 			}
 			continue
 		}
@@ -337,21 +387,26 @@ func (l *ReadyList) Next(ctx context.Context) (any, error) {
 			case <-l.notify:
 				continue
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				return nil, false, ctx.Err()
 			case <-realClockAfter(ctx): // a bubble that cannot idle: ready_bubble.go
-				return nil, context.DeadlineExceeded
+				return nil, false, context.DeadlineExceeded
 			}
 		}
 		d.mu.Lock()
 		w := d.watchLocked()
-		if w == nil || w.list != l || !w.queued || d.is(descClosing) {
+		queued := w != nil && (r.write && w.writeQueued || !r.write && w.queued)
+		if !queued || w.list != l || d.is(descClosing) {
 			d.mu.Unlock() // unwatched or closed since it was queued
 			continue
 		}
-		w.queued = false
-		cookie := w.cookie
+		if r.write {
+			w.writeQueued = false
+		} else {
+			w.queued = false
+		}
+		cookie = w.cookie
 		d.mu.Unlock()
-		return cookie, nil
+		return cookie, r.write, nil
 	}
 }
 

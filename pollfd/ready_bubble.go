@@ -14,14 +14,16 @@ import (
 	"time"
 )
 
-// join and leave keep l.members, for a list made in a bubble. Called with
-// the Desc's mu held (Watch, unwatchLocked); they take l's.
+// join and leave keep l.members, for a list made in a bubble: each Desc
+// it watches, true unless it waits for room to write and that wait could
+// not park durably (ready_write.go). Called with the Desc's mu held
+// (Watch, unwatchLocked); they take l's.
 func (l *ReadyList) join(d *Desc) {
 	l.mu.Lock()
 	if l.members == nil {
-		l.members = make(map[*Desc]struct{})
+		l.members = make(map[*Desc]bool)
 	}
-	l.members[d] = struct{}{}
+	l.members[d] = true
 	if d.bubbleOf() != l.bubble || !d.is(descDurable) {
 		l.reparkDurablesLocked() // sleepers must not stay durable now
 	}
@@ -66,8 +68,8 @@ func (l *ReadyList) durableLocked(ctx context.Context) bool {
 	if currentBubble() != l.bubble {
 		return false
 	}
-	for d := range l.members {
-		if !d.is(descDurable) || d.bubbleOf() != l.bubble {
+	for d, durableWrite := range l.members {
+		if !durableWrite || !d.is(descDurable) || d.bubbleOf() != l.bubble {
 			return false
 		}
 	}

@@ -113,6 +113,41 @@ func (fd *FD) Watch(l *pollfd.ReadyList, v any) error {
 	return nil
 }
 
+// WatchWrite asks l, which watches the descriptor, for a report when it
+// is writable, and with holdReads withholds its read reports until the
+// next Watch (pollfd.Desc.WatchWrite).
+func (fd *FD) WatchWrite(l *pollfd.ReadyList, holdReads bool) error {
+	if err := fd.Incref(); err != nil {
+		return err
+	}
+	defer fd.Decref()
+	if fd.pd == nil {
+		return errUnwatchable
+	}
+	return convertPollErr(fd.pd.WatchWrite(l, holdReads), fd.isFile)
+}
+
+// WatchCookie returns the value l's Watch was given for the descriptor,
+// nil if l does not watch it.
+func (fd *FD) WatchCookie(l *pollfd.ReadyList) any {
+	if fd.pd == nil {
+		return nil
+	}
+	return fd.pd.WatchCookie(l)
+}
+
+// NotifyReady reports the watched descriptor to its list now, as a read
+// edge would, if it is armed (pollfd.Desc.NotifyReady).
+func (fd *FD) NotifyReady() {
+	if fd.pd != nil {
+		fd.pd.NotifyReady()
+	}
+}
+
+// IsStream reports whether the descriptor is a byte stream (a stream
+// socket or a file): one whose write may be cut anywhere.
+func (fd *FD) IsStream() bool { return fd.isStream }
+
 // noteDrained records, on a watched stream socket, whether a read that
 // asked for size bytes and got n, or err, left the socket empty: a short
 // read of a stream socket takes all it has (a datagram's, a sequenced

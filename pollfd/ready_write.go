@@ -1,0 +1,117 @@
+//go:build linux
+
+package pollfd
+
+// Write interest: a ReadyList reports a watched Desc when it becomes
+// writable too, so that one goroutine can hold output for many
+// descriptors and send it as room comes, with no goroutine per descriptor
+// (gatenet.ReadyQueue.Write). The write side's state is the read side's,
+// in the Desc's watch, under its mu:
+//
+//	WatchWrite       writeArmed = true (unless writeQueued); and if the
+//	                 write gate's Ready is set (an edge since its Prepare):
+//	                 queued at once. With holdReads, holdReads = true.
+//	write edge, no writer parked, writeArmed
+//	                 writeArmed = false, writeQueued = true, appended to
+//	                 the list as a write report
+//	write edge, a writer parked
+//	                 the writer gets it (the gate's wake); writeArmed stays
+//	NextEvent        pops a write report: writeQueued = false
+//	Watch            holdReads = false
+//	Unwatch, Unblock unlinked, both kinds; NextEvent skips them
+//
+// holdReads is the backpressure: while it is set a read edge leaves the
+// Desc armed and unreported, and the Watch that ends the hold reports it
+// if an edge came meanwhile (the read gate's Ready says so), as any Watch
+// does.
+//
+// Why no write edge is lost: the caller's write hit EAGAIN after its
+// Prepare cleared the write gate's Ready; an edge after that sets Ready
+// (deliver) and, if writeArmed is not set yet, stays there until
+// WatchWrite, which looks at Ready under the same mu. A wait on the write
+// gate with a context already done returns before it consumes Ready
+// (WaitContext), so the write that found no room does not eat the edge.
+//
+// In a bubble, a write report comes from the bubble's own goroutine when
+// it can: the peer's read that made room reports it before the read
+// returns (wakeDurable), and a Next may sleep durably while the member
+// waits for room only if the wait itself could park durably
+// (durableLocked's rule for a writer, decided when WatchWrite arms it).
+
+import "errors"
+
+// ErrNotWatched is WatchWrite's error for a descriptor the list does not
+// watch.
+var ErrNotWatched = errors.New("pollfd: descriptor not watched by this list")
+
+// WatchWrite asks l, which watches d, to report d once when it is
+// writable (NextEvent's write), and, with holdReads, to withhold d's read
+// reports until the next Watch.
+func (d *Desc) WatchWrite(l *ReadyList, holdReads bool) error {
+	if err := d.joined(0); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.is(descClosing) {
+		return ErrClosing
+	}
+	w := d.watchLocked()
+	if w == nil || w.list != l {
+		return ErrNotWatched
+	}
+	if holdReads {
+		w.holdReads = true
+	}
+	if w.writeQueued {
+		return nil
+	}
+	w.writeArmed = true
+	if d.wg.ready {
+		d.reportWriteLocked()
+		return nil
+	}
+	if l.bubble != 0 {
+		durable := d.is(descDurable) && d.writeDurableLocked()
+		l.mu.Lock()
+		if _, ok := l.members[d]; ok {
+			l.members[d] = durable
+			if !durable {
+				l.reparkDurablesLocked()
+			}
+		}
+		l.mu.Unlock()
+	}
+	return nil
+}
+
+// reportWriteLocked queues a write report of d if it is writeArmed.
+// Called with d.mu held.
+func (d *Desc) reportWriteLocked() {
+	w := d.watchLocked()
+	if w == nil || !w.writeArmed || d.is(descClosing) {
+		return
+	}
+	w.writeArmed, w.writeQueued = false, true
+	w.list.push(report{d: d, write: true})
+}
+
+// writeDurableLocked reports whether a writer of d parked now could park
+// durably (durableLocked's rule, for a wait that is not parked). Called
+// with d.mu held, for a durable d.
+func (d *Desc) writeDurableLocked() bool {
+	var g gate // a probe: durableLocked sets its durable and reads no deadline
+	ready := d.durableLocked(ModeWrite, &g)
+	return g.durable && !ready
+}
+
+// WatchCookie returns the cookie l's Watch gave d, nil if l does not
+// watch d.
+func (d *Desc) WatchCookie(l *ReadyList) any {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if w := d.watchLocked(); w != nil && w.list == l {
+		return w.cookie
+	}
+	return nil
+}

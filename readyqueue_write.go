@@ -1,0 +1,233 @@
+//go:build linux
+
+package gatenet
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+)
+
+// Output a ReadyQueue holds for its members: the write side of event mode.
+// A worker writes with q.Write, which never parks; what the socket does
+// not take waits in the member's output, and the queue asks the poller for
+// the member's next write edge (pollfd.Desc.WatchWrite). Next, when that
+// edge is its next report, sends the output itself (flush) and waits on,
+// so no goroutine waits per conn and every worker stays free. Past the
+// output limit the member's read reports are held until its output is
+// all sent: a peer that does not read stops being read, and costs the
+// server the limit, plus what one worker's turn wrote past it.
+//
+// The output's mu orders a member's writes: Write and flush hold it across
+// their system call, so bytes leave in the order Write took them, and a
+// Write while output waits appends to it rather than overtaking it.
+
+// noWait is a context already done: a write with it sends what the socket
+// takes now and returns the count with context.Canceled instead of
+// parking.
+var noWait = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+// output is a member's queued output, under mu.
+type output struct {
+	mu      sync.Mutex
+	buf     []byte // not yet sent, in order
+	held    bool   // read reports held: buf went past the limit, or closing
+	closing bool   // CloseWhenFlushed: close once buf is sent
+	err     error  // a send of buf failed: Write and Add return it
+}
+
+// Errors of Write's misuse, each a *net.OpError's Err.
+var (
+	errNotMember = errors.New("gatenet: not in this ReadyQueue (Add it first)")
+	errNotStream = errors.New("gatenet: ReadyQueue.Write needs a byte stream (a stream socket or a pipe)")
+)
+
+// Write writes b to p, a member of q, without ever parking: it sends what
+// p's socket takes now, keeps the rest, and sends it, in order and before
+// anything written later, as p becomes writable (a Next does, in its
+// caller's goroutine, and does not return p for it). It returns len(b)
+// and nil once b is sent or kept; the error of the write that failed
+// otherwise, or, after a kept send failed, that error, which Add then
+// returns too. While more than the output limit waits, p is not reported
+// readable. p must be a stream (a TCP or Unix stream conn, a pipe) that q
+// watches; closing or removing p drops what waits.
+func (q *ReadyQueue) Write(p Pollable, b []byte) (int, error) {
+	fd, err := q.descriptorOf("write", p)
+	if err != nil {
+		return 0, err
+	}
+	w, ok := p.(ContextIO)
+	if !ok || !fd.IsStream() {
+		return 0, opError("write", p, errNotStream)
+	}
+	m, _ := fd.WatchCookie(q.list).(*member)
+	if m == nil {
+		return 0, opError("write", p, errNotMember)
+	}
+	o := m.out.Load()
+	if o == nil {
+		n, err := w.WriteContext(noWait, b)
+		if err == nil || !errors.Is(err, context.Canceled) {
+			return n, err
+		}
+		m.out.CompareAndSwap(nil, new(output))
+		o = m.out.Load()
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return len(b), q.keep(m, o, b[n:])
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.err != nil {
+		return 0, o.err
+	}
+	if o.closing {
+		return 0, opError("write", p, net.ErrClosed)
+	}
+	if len(o.buf) > 0 {
+		return len(b), q.keep(m, o, b)
+	}
+	n, err := w.WriteContext(noWait, b)
+	if err == nil || !errors.Is(err, context.Canceled) {
+		return n, err
+	}
+	return len(b), q.keep(m, o, b[n:])
+}
+
+// keep appends b to m's output and asks for m's next write edge, holding
+// its read reports if the output is past the limit. Called with o.mu held.
+func (q *ReadyQueue) keep(m *member, o *output, b []byte) error {
+	o.buf = append(o.buf, b...)
+	if len(o.buf) > int(q.outputLimit.Load()) {
+		o.held = true
+	}
+	if err := m.fd.WatchWrite(q.list, o.held); err != nil {
+		o.buf = nil
+		return opError("write", m.p, err)
+	}
+	return nil
+}
+
+// add is Add for a member that has had output: while its reads are held
+// Add leaves them held; after a failed send it returns that error.
+func (o *output) add(q *ReadyQueue, m *member) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.err != nil {
+		return o.err
+	}
+	if o.held {
+		return nil
+	}
+	return q.watch(m)
+}
+
+// flush sends m's output as far as the socket takes it, for a Next that
+// was told m is writable. Sent in full, the output's memory goes back and
+// held reads are armed again; cut short, it waits for the next edge;
+// failed, the error is kept for Write and Add, and m is armed so that a
+// worker hears of it.
+func (q *ReadyQueue) flush(m *member) {
+	o := m.out.Load()
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	if len(o.buf) == 0 || o.err != nil {
+		o.mu.Unlock()
+		return
+	}
+	n, err := m.p.(ContextIO).WriteContext(noWait, o.buf)
+	o.buf = o.buf[n:]
+	closing := o.closing && (err == nil || !errors.Is(err, context.Canceled))
+	switch {
+	case closing:
+		o.buf, o.err = nil, net.ErrClosed
+	case err == nil:
+		o.buf = nil
+		if o.held {
+			o.held = false
+			_ = q.watch(m) // an error here is the conn's: its next read says it
+		}
+	case errors.Is(err, context.Canceled):
+		_ = m.fd.WatchWrite(q.list, false) // fails only once m is closed or removed
+	default:
+		o.buf, o.err, o.held = nil, err, false
+		_ = q.watch(m)
+		m.fd.NotifyReady() // a worker's read or Add reports the error
+	}
+	o.mu.Unlock()
+	if closing {
+		m.p.Close()
+	}
+}
+
+// CloseWhenFlushed closes p once the output Write kept for it is sent (at
+// once if none waits), and holds its read reports meanwhile: how a worker
+// ends a conn whose peer is done (io.EOF) while its last reply may still
+// wait. A send that fails closes p too. Until then p stays in q; a Write
+// to it fails.
+func (q *ReadyQueue) CloseWhenFlushed(p Pollable) error {
+	fd, err := q.descriptorOf("close", p)
+	if err != nil {
+		return err
+	}
+	m, _ := fd.WatchCookie(q.list).(*member)
+	if m == nil {
+		return p.Close()
+	}
+	o := m.out.Load()
+	if o == nil {
+		return p.Close()
+	}
+	o.mu.Lock()
+	if len(o.buf) == 0 || o.err != nil {
+		o.mu.Unlock()
+		return p.Close()
+	}
+	o.closing, o.held = true, true
+	err = m.fd.WatchWrite(q.list, true)
+	o.mu.Unlock()
+	if err != nil {
+		return p.Close()
+	}
+	return nil
+}
+
+// Buffered reports how many bytes Write kept for p that are not sent yet.
+func (q *ReadyQueue) Buffered(p Pollable) int {
+	fd, err := q.descriptorOf("buffered", p)
+	if err != nil {
+		return 0
+	}
+	m, _ := fd.WatchCookie(q.list).(*member)
+	if m == nil {
+		return 0
+	}
+	o := m.out.Load()
+	if o == nil {
+		return 0
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.buf)
+}
+
+// SetOutputLimit sets how many bytes Write may keep for one member before
+// the queue stops reporting it readable (256 KiB for a new queue). A
+// limit of 0 holds a member's reads as soon as any output waits.
+func (q *ReadyQueue) SetOutputLimit(n int) error {
+	if q == nil || q.list == nil {
+		return &net.OpError{Op: "set", Err: errNoQueue}
+	}
+	if n < 0 {
+		return &net.OpError{Op: "set", Err: errors.New("gatenet: negative output limit")}
+	}
+	q.outputLimit.Store(int64(n))
+	return nil
+}

@@ -1,0 +1,402 @@
+//go:build linux
+
+package gatenet_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gatenet/gatenet"
+	"github.com/gatenet/gatenet/internal/testutil"
+)
+
+// echoWorkers runs workers goroutines serving q as ExampleReadyQueue
+// does: read without parking, echo with q.Write (never parking either),
+// hand back with Add, close at EOF or an error. closed counts the conns
+// they closed. Stop closes q and waits for them.
+type echoWorkers struct {
+	q      *gatenet.ReadyQueue
+	wg     sync.WaitGroup
+	closed atomic.Int64
+}
+
+func startEchoWorkers(q *gatenet.ReadyQueue, workers, readBuf int) *echoWorkers {
+	w := &echoWorkers{q: q}
+	noWait, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range workers {
+		w.wg.Go(func() {
+			buf := make([]byte, readBuf)
+			for {
+				p, err := q.Next(context.Background())
+				if err != nil {
+					return
+				}
+				c := p.(gatenet.ContextIO)
+				for range 16 {
+					var n int
+					n, err = c.ReadContext(noWait, buf)
+					if n > 0 {
+						if _, werr := q.Write(p, buf[:n]); err == nil {
+							err = werr
+						}
+					}
+					if err != nil || n < len(buf) {
+						break
+					}
+				}
+				switch {
+				case err == nil, errors.Is(err, context.Canceled):
+					if q.Add(p) == nil {
+						continue
+					}
+					p.Close()
+				default:
+					q.CloseWhenFlushed(p)
+				}
+				w.closed.Add(1)
+			}
+		})
+	}
+	return w
+}
+
+func (w *echoWorkers) Stop() {
+	w.q.Close()
+	w.wg.Wait()
+}
+
+// residentBytes is /proc/self/statm's resident set.
+func residentBytes(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/statm")
+	require.NoError(t, err)
+	f := strings.Fields(string(b))
+	pages, err := strconv.ParseInt(f[1], 10, 64)
+	require.NoError(t, err)
+	return pages * int64(os.Getpagesize())
+}
+
+// TestReadyQueueClientsThatNeverRead is the stall of issue 40: two clients
+// send and never read, on a two-worker queue. With blocking writes both
+// workers park on their full send buffers and every other client waits for
+// good; with q.Write the workers keep serving, the two hold at most the
+// output limit (plus one turn's reads) each, and their own writes block
+// once the server stops reading them.
+func TestReadyQueueClientsThatNeverRead(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 3*time.Minute)
+	const (
+		limit   = 64 << 10
+		readBuf = 16 << 10
+		turn    = 16 * readBuf // what one worker's turn may write past the limit
+		normal  = 50
+		trips   = 20
+	)
+	ln, err := gatenet.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	q := gatenet.NewReadyQueue()
+	require.NoError(t, q.SetOutputLimit(limit))
+	var (
+		mu       sync.Mutex
+		accepted = map[string]gatenet.Pollable{} // by the client's address
+		acc      sync.WaitGroup
+	)
+	acc.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			accepted[c.RemoteAddr().String()] = c.(gatenet.Pollable)
+			mu.Unlock()
+			if q.Add(c.(gatenet.Pollable)) != nil {
+				c.Close()
+			}
+		}
+	})
+	workers := startEchoWorkers(q, 2, readBuf)
+	defer func() {
+		ln.Close()
+		acc.Wait()
+		workers.Stop()
+		mu.Lock()
+		for _, p := range accepted {
+			p.Close()
+		}
+		mu.Unlock()
+	}()
+
+	rssBefore := residentBytes(t)
+	// The clients that never read: each writes until a write makes no
+	// progress for a second (the server stopped reading it), or 256 MiB.
+	const most = 256 << 20
+	hostile := make([]net.Conn, 2)
+	var sent [2]int64
+	var hw sync.WaitGroup
+	for i := range hostile {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		require.NoError(t, err)
+		defer c.Close()
+		hostile[i] = c
+		hw.Go(func() {
+			chunk := make([]byte, 64<<10)
+			for sent[i] < most {
+				c.SetWriteDeadline(time.Now().Add(time.Second))
+				n, err := c.Write(chunk)
+				sent[i] += int64(n)
+				if err != nil {
+					return
+				}
+			}
+		})
+	}
+
+	// The normal clients, meanwhile: every one is served.
+	var nw sync.WaitGroup
+	errs := make(chan error, normal)
+	for i := range normal {
+		nw.Go(func() {
+			c, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(time.Minute))
+			msg := bytes.Repeat([]byte{byte(i)}, 1024)
+			got := make([]byte, len(msg))
+			for range trips {
+				if _, err := c.Write(msg); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := io.ReadFull(c, got); err != nil {
+					errs <- err
+					return
+				}
+				if !bytes.Equal(got, msg) {
+					errs <- fmt.Errorf("client %d: echo differs", i)
+					return
+				}
+			}
+		})
+	}
+	nw.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	hw.Wait()
+	rssAfter := residentBytes(t)
+
+	for i, c := range hostile {
+		require.Less(t, sent[i], int64(most), "client %d was never held back", i)
+		mu.Lock()
+		p := accepted[c.LocalAddr().String()]
+		mu.Unlock()
+		require.NotNil(t, p)
+		held := q.Buffered(p)
+		t.Logf("client %d sent %d KiB before its writes blocked; the server holds %d KiB for it", i, sent[i]>>10, held>>10)
+		require.LessOrEqual(t, held, limit+2*turn)
+	}
+	t.Logf("resident set %d MiB before the two clients, %d MiB after (%+d MiB)",
+		rssBefore>>20, rssAfter>>20, (rssAfter-rssBefore)>>20)
+	require.Less(t, rssAfter-rssBefore, int64(64<<20))
+}
+
+// TestReadyQueueWriteKeepsOrder: bytes written with q.Write while earlier
+// ones wait arrive after them, all of them, in order, while the reader
+// reads slowly.
+func TestReadyQueueWriteKeepsOrder(t *testing.T) {
+	q, c, s := watchedPair(t)
+	workers := startEchoWorkers(q, 1, 4096) // its Nexts send what waits
+	defer workers.Stop()
+
+	const chunks, size = 512, 16 << 10
+	want := make([]byte, 0, chunks*size)
+	for i := range chunks {
+		b := bytes.Repeat([]byte(fmt.Sprintf("%07d|", i)), size/8)
+		want = append(want, b...)
+		n, err := q.Write(s, b)
+		require.NoError(t, err)
+		require.Equal(t, len(b), n)
+	}
+	require.Positive(t, q.Buffered(s), "8 MiB into a loopback socket nobody reads: some must wait")
+	got := make([]byte, 0, len(want))
+	buf := make([]byte, 64<<10)
+	c.SetReadDeadline(time.Now().Add(time.Minute))
+	for len(got) < len(want) {
+		n, err := c.Read(buf)
+		require.NoError(t, err)
+		got = append(got, buf[:n]...)
+	}
+	require.True(t, bytes.Equal(want, got), "bytes reordered or lost")
+	for q.Buffered(s) != 0 {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestReadyQueueCloseWhenFlushed: a conn closed with output waiting sends
+// all of it first, then the peer reads end of stream.
+func TestReadyQueueCloseWhenFlushed(t *testing.T) {
+	q, c, s := watchedPair(t)
+	workers := startEchoWorkers(q, 1, 4096)
+	defer workers.Stop()
+	want := bytes.Repeat([]byte("0123456789abcdef"), 1<<19) // 8 MiB
+	_, err := q.Write(s, want)
+	require.NoError(t, err)
+	require.Positive(t, q.Buffered(s))
+	require.NoError(t, q.CloseWhenFlushed(s))
+	_, err = q.Write(s, []byte("x"))
+	require.ErrorIs(t, err, net.ErrClosed, "a conn closing when flushed takes no more")
+	c.SetReadDeadline(time.Now().Add(time.Minute))
+	got, err := io.ReadAll(c)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(want, got), "got %d of %d bytes", len(got), len(want))
+	_, err = s.Write([]byte("x"))
+	require.ErrorIs(t, err, net.ErrClosed)
+}
+
+// TestReadyQueueWriteFailureReachesWorker: a peer that resets while output
+// waits: the failed send is reported, and the worker closes the conn.
+func TestReadyQueueWriteFailureReachesWorker(t *testing.T) {
+	q, c, s := watchedPair(t)
+	workers := startEchoWorkers(q, 1, 4096)
+	defer workers.Stop()
+	big := make([]byte, 8<<20)
+	_, err := q.Write(s, big)
+	require.NoError(t, err)
+	require.Positive(t, q.Buffered(s))
+	require.NoError(t, c.SetLinger(0))
+	require.NoError(t, c.Close()) // RST
+	for workers.closed.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	_, err = q.Write(s, []byte("x"))
+	require.Error(t, err)
+}
+
+// TestReadyQueueWriteInBubble: a reader that sleeps a fake second between
+// reads, and output queued for it, finish in fake time: the reader's read
+// reports the room it made.
+func TestReadyQueueWriteInBubble(t *testing.T) {
+	testutil.Watchdog(t, 2*time.Minute)
+	wall := time.Now()
+	var fake time.Duration
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		q := gatenet.NewReadyQueue()
+		c, s := testutil.TCPPair(t)
+		require.NoError(t, q.Add(s))
+		workers := startEchoWorkers(q, 1, 4096)
+		defer workers.Stop()
+		want := make([]byte, 4<<20)
+		for i := range want {
+			want[i] = byte(i / 7)
+		}
+		_, err := q.Write(s, want)
+		require.NoError(t, err)
+		got := make([]byte, 0, len(want))
+		buf := make([]byte, 256<<10)
+		for len(got) < len(want) {
+			n, err := c.Read(buf)
+			require.NoError(t, err)
+			got = append(got, buf[:n]...)
+			time.Sleep(time.Second)
+		}
+		require.True(t, bytes.Equal(want, got))
+		fake = time.Since(start)
+	})
+	t.Logf("4 MiB read 256 KiB at a time, a second apart: fake time %v, wall time %v", fake, time.Since(wall))
+}
+
+// TestReadyQueueMisuse: bad input to a queue gets net's errors, never a
+// panic, and binds nothing.
+func TestReadyQueueMisuse(t *testing.T) {
+	testutil.CheckLeaks(t)
+	_, s := testutil.TCPPair(t)
+
+	var nilQueue *gatenet.ReadyQueue
+	for name, q := range map[string]*gatenet.ReadyQueue{"nil": nilQueue, "zero": {}} {
+		err := q.Add(s)
+		var op *net.OpError
+		require.ErrorAs(t, err, &op, name)
+		require.Contains(t, err.Error(), "NewReadyQueue", name)
+		_, err = q.Next(context.Background())
+		require.ErrorAs(t, err, &op, name)
+		_, err = q.Write(s, []byte("x"))
+		require.ErrorAs(t, err, &op, name)
+		require.Error(t, q.SetOutputLimit(1), name)
+		require.Error(t, q.Close(), name)
+		require.Zero(t, q.Len(), name)
+		require.Zero(t, q.Buffered(s), name)
+		q.Remove(s)
+	}
+
+	q := gatenet.NewReadyQueue()
+	defer q.Close()
+	var op *net.OpError
+	err := q.Add(nil)
+	require.ErrorAs(t, err, &op)
+	require.ErrorIs(t, err, syscall.EINVAL)
+	require.ErrorIs(t, q.Add((*gatenet.TCPConn)(nil)), syscall.EINVAL)
+	_, err = q.Write(nil, []byte("x"))
+	require.ErrorIs(t, err, syscall.EINVAL)
+	require.Error(t, q.SetOutputLimit(-1))
+
+	// Write to a value the queue does not watch, or that is not a stream.
+	_, err = q.Write(s, []byte("x"))
+	require.ErrorAs(t, err, &op)
+	require.Contains(t, err.Error(), "Add it first")
+	ln, err := gatenet.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	require.NoError(t, q.Add(ln.(gatenet.Pollable)))
+	_, err = q.Write(ln.(gatenet.Pollable), []byte("x"))
+	require.ErrorAs(t, err, &op)
+	require.Contains(t, err.Error(), "byte stream")
+
+	// Watched by another open queue: an error naming the public types.
+	require.NoError(t, q.Add(s))
+	other := gatenet.NewReadyQueue()
+	defer other.Close()
+	err = other.Add(s)
+	require.ErrorAs(t, err, &op)
+	require.Contains(t, err.Error(), "another ReadyQueue")
+	require.Equal(t, "add", op.Op)
+	require.Equal(t, s.LocalAddr(), op.Source)
+
+	// A closed queue: Add fails with net.ErrClosed and binds nothing, and
+	// its members may join another queue.
+	require.NoError(t, q.Close())
+	err = q.Add(s)
+	require.ErrorIs(t, err, net.ErrClosed)
+	require.ErrorAs(t, err, &op)
+	require.NoError(t, other.Add(s), "a member of a closed queue moves")
+	_, err = q.Next(context.Background())
+	require.ErrorIs(t, err, net.ErrClosed)
+	fresh := gatenet.NewReadyQueue()
+	require.NoError(t, fresh.Close())
+	_, s2 := testutil.TCPPair(t)
+	require.ErrorIs(t, fresh.Add(s2), net.ErrClosed)
+	third := gatenet.NewReadyQueue()
+	defer third.Close()
+	require.NoError(t, third.Add(s2), "Add on the closed queue bound nothing")
+}
