@@ -1,8 +1,12 @@
 package faults
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,20 +20,30 @@ import (
 const EnvVar = "GATENET_FAULTS"
 
 // Parse reads the GATENET_FAULTS syntax: ';'-separated settings, each
-// name[.read|.write]=value, the suffix setting the fault's Dir:
+// name[.read|.write]=value, the suffix setting the fault's Dir where it
+// has one:
 //
 //	seed=N                      the seed (default 1)
-//	slicer=MIN-MAX[/DELAY]      Slicer            e.g. slicer=1-7, slicer.read=1-3/1ms
+//	slicer=MIN[-MAX][/DELAY]    Slicer            e.g. slicer=1-7, slicer.read=1-3/1ms
 //	latency=DELAY[+JITTER]      Latency           e.g. latency=5ms+2ms
 //	bandwidth=BYTES             Bandwidth, bytes/s (k and m suffixes: ×1024, ×1024²)
 //	stall=N[/FOR]               Stall             e.g. stall.read=4096/100ms
 //	reset=N, close=N            ResetAfter, CloseAfter
 //	eagain=P, wakeup=P          EAGAIN, Wakeups
-//	accept=ERRNO/P[/BURST]      AcceptErrors      e.g. accept=EMFILE/0.1/5
-//	dial=ERRNO[/P], dial=hang[/P]  DialErrors
-//	drop=P, dup=P, reorder=P[/DELAY]  Drop, Duplicate, Reorder
+//	drop=P                      Drop
+//	accept=ERRNO/P[/BURST]      AcceptErrors      e.g. accept=EMFILE/0.1/5 (no direction)
+//	dial=ERRNO[/P], dial=hang[/P]  DialErrors     (no direction)
+//	dup=P, reorder=P[/DELAY]    Duplicate, Reorder (no direction)
 //
-// An empty string is no faults (nil, nil). The result is validated.
+// Sizes (MIN, MAX, BYTES, N, BURST) are integers with an optional k or m
+// suffix, durations are time.ParseDuration's, probabilities are in
+// [0, 1]. The parse is strict: a missing piece, an extra '/' field, a
+// direction on a fault that has none, a number that overflows, or a zero
+// that the fault would read as its default (dial's P, reorder's DELAY,
+// accept's BURST) is an error naming the setting, the piece and why,
+// never a fault that quietly does something else. An empty string is no
+// faults (nil, nil); empty settings (";;") are skipped. The result is
+// validated, and its String reads back to the same faults.
 func Parse(spec string) (*Faults, error) {
 	spec = strings.TrimSpace(spec)
 	if spec == "" {
@@ -41,32 +55,13 @@ func Parse(spec string) (*Faults, error) {
 		if item == "" {
 			continue
 		}
-		name, value, ok := strings.Cut(item, "=")
-		if !ok {
-			return nil, fmt.Errorf("faults: %q: want name=value", item)
-		}
-		name, dirName, _ := strings.Cut(name, ".")
-		var dir Dir
-		switch dirName {
-		case "":
-		case "read":
-			dir = Read
-		case "write":
-			dir = Write
-		default:
-			return nil, fmt.Errorf("faults: %q: direction %q is neither read nor write", item, dirName)
-		}
-		if name == "seed" {
-			seed, err := strconv.ParseUint(value, 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("faults: %q: %w", item, err)
-			}
-			f.Seed = seed
-			continue
-		}
-		x, err := parseFault(name, value, dir)
+		x, seed, err := parseItem(item)
 		if err != nil {
 			return nil, fmt.Errorf("faults: %q: %w", item, err)
+		}
+		if x == nil {
+			f.Seed = seed
+			continue
 		}
 		f.Faults = append(f.Faults, x)
 	}
@@ -76,105 +71,273 @@ func Parse(spec string) (*Faults, error) {
 	return f, nil
 }
 
-func parseFault(name, value string, dir Dir) (Fault, error) {
+// A form is one setting's syntax: its '/'-separated fields, of which the
+// first required are, and whether it takes a direction.
+type form struct {
+	fields   []string // each field's name, as errors say it
+	required int
+	dir      bool
+}
+
+var forms = map[string]form{
+	"seed":      {[]string{"N"}, 1, false},
+	"slicer":    {[]string{"MIN[-MAX]", "DELAY"}, 1, true},
+	"latency":   {[]string{"DELAY[+JITTER]"}, 1, true},
+	"bandwidth": {[]string{"BYTES"}, 1, true},
+	"stall":     {[]string{"N", "FOR"}, 1, true},
+	"reset":     {[]string{"N"}, 1, true},
+	"close":     {[]string{"N"}, 1, true},
+	"eagain":    {[]string{"P"}, 1, true},
+	"wakeup":    {[]string{"P"}, 1, true},
+	"drop":      {[]string{"P"}, 1, true},
+	"accept":    {[]string{"ERRNO", "P", "BURST"}, 2, false},
+	"dial":      {[]string{"ERRNO|hang", "P"}, 1, false},
+	"dup":       {[]string{"P"}, 1, false},
+	"reorder":   {[]string{"P", "DELAY"}, 1, false},
+}
+
+// syntax is name's form as errors quote it, e.g. "stall[.read|.write]=N[/FOR]".
+func (f form) syntax(name string) string {
+	s := name
+	if f.dir {
+		s += "[.read|.write]"
+	}
+	s += "=" + f.fields[0]
+	for i, field := range f.fields[1:] {
+		if i+1 < f.required {
+			s += "/" + field
+		} else {
+			s += "[/" + field
+		}
+	}
+	return s + strings.Repeat("]", len(f.fields)-f.required)
+}
+
+// pieceName is a field's first piece: "DELAY" of "DELAY[+JITTER]".
+func pieceName(field string) string {
+	name, _, _ := strings.Cut(field, "[")
+	return name
+}
+
+// parseItem reads one name[.dir]=value setting: a fault, or (x nil) the
+// seed.
+func parseItem(item string) (x Fault, seed uint64, err error) {
+	key, value, ok := strings.Cut(item, "=")
+	if !ok {
+		return nil, 0, errors.New("want name=value")
+	}
+	name, dirName, hasDir := strings.Cut(key, ".")
+	fm, ok := forms[name]
+	if !ok {
+		return nil, 0, fmt.Errorf("unknown fault %q (want one of %s)", name, formNames())
+	}
+	p := &parser{syntax: fm.syntax(name)}
+	var dir Dir
+	if hasDir {
+		switch {
+		case !fm.dir:
+			return nil, 0, p.errorf("%s takes no direction, so %q means nothing", name, "."+dirName)
+		case dirName == "read":
+			dir = Read
+		case dirName == "write":
+			dir = Write
+		case dirName == "":
+			return nil, 0, p.errorf("empty direction after %q, neither read nor write", name+".")
+		default:
+			return nil, 0, p.errorf("direction %q is neither read nor write", dirName)
+		}
+	}
 	args := strings.Split(value, "/")
+	if n := len(fm.fields); len(args) > n {
+		extra := strings.Join(args[n:], "/")
+		if len(args) > n+1 {
+			return nil, 0, p.errorf("extra fields %q after %s", extra, fm.fields[n-1])
+		}
+		return nil, 0, p.errorf("extra field %q after %s", extra, fm.fields[n-1])
+	}
+	for i, field := range fm.fields {
+		switch {
+		case i < len(args) && args[i] != "":
+		case i < fm.required:
+			return nil, 0, p.errorf("missing %s", pieceName(field))
+		case i < len(args):
+			return nil, 0, p.errorf("missing %s after \"/\"", pieceName(field))
+		}
+	}
 	arg := func(i int) string {
 		if i < len(args) {
 			return args[i]
 		}
 		return ""
 	}
-	var errs []error
-	num := func(s string) int64 {
-		n, err := parseSize(s)
-		errs = append(errs, err)
-		return n
-	}
-	dur := func(s string) time.Duration {
-		if s == "" {
-			return 0
-		}
-		d, err := time.ParseDuration(s)
-		errs = append(errs, err)
-		return d
-	}
-	prob := func(s string, def float64) float64 {
-		if s == "" {
-			return def
-		}
-		p, err := strconv.ParseFloat(s, 64)
-		errs = append(errs, err)
-		return p
-	}
-	errno := func(s string) syscall.Errno {
-		e, ok := errnoByName[strings.ToUpper(s)]
-		if !ok {
-			errs = append(errs, fmt.Errorf("unknown errno %q", s))
-		}
-		return e
-	}
-	var x Fault
 	switch name {
+	case "seed":
+		seed = p.seed(arg(0))
 	case "slicer":
-		lo, hi, _ := strings.Cut(arg(0), "-")
-		if hi == "" {
+		lo, hi, dash := strings.Cut(arg(0), "-")
+		switch {
+		case lo == "":
+			p.fail("missing MIN")
+		case dash && hi == "":
+			p.fail("missing MAX after \"-\"")
+		case !dash:
 			hi = lo
 		}
-		x = Slicer{Min: int(num(lo)), Max: int(num(hi)), Delay: dur(arg(1)), Dir: dir}
+		x = Slicer{Min: int(p.size("MIN", lo, math.MaxInt)), Max: int(p.size("MAX", hi, math.MaxInt)),
+			Delay: p.dur("DELAY", arg(1)), Dir: dir}
 	case "latency":
-		d, j, _ := strings.Cut(arg(0), "+")
-		x = Latency{Delay: dur(d), Jitter: dur(j), Dir: dir}
+		d, j, plus := strings.Cut(arg(0), "+")
+		switch {
+		case d == "":
+			p.fail("missing DELAY")
+		case plus && j == "":
+			p.fail("missing JITTER after \"+\"")
+		}
+		x = Latency{Delay: p.dur("DELAY", d), Jitter: p.dur("JITTER", j), Dir: dir}
 	case "bandwidth":
-		x = Bandwidth{BytesPerSecond: int(num(arg(0))), Dir: dir}
+		x = Bandwidth{BytesPerSecond: int(p.size("BYTES", arg(0), math.MaxInt)), Dir: dir}
 	case "stall":
-		x = Stall{After: num(arg(0)), For: dur(arg(1)), Dir: dir}
+		x = Stall{After: p.size("N", arg(0), math.MaxInt64), For: p.dur("FOR", arg(1)), Dir: dir}
 	case "reset":
-		x = ResetAfter{N: num(arg(0)), Dir: dir}
+		x = ResetAfter{N: p.size("N", arg(0), math.MaxInt64), Dir: dir}
 	case "close":
-		x = CloseAfter{N: num(arg(0)), Dir: dir}
+		x = CloseAfter{N: p.size("N", arg(0), math.MaxInt64), Dir: dir}
 	case "eagain":
-		x = EAGAIN{P: prob(arg(0), 0), Dir: dir}
+		x = EAGAIN{P: p.prob("P", arg(0)), Dir: dir}
 	case "wakeup":
-		x = Wakeups{P: prob(arg(0), 0), Dir: dir}
-	case "accept":
-		burst := int64(0)
-		if arg(2) != "" {
-			burst = num(arg(2))
-		}
-		x = AcceptErrors{Err: errno(arg(0)), P: prob(arg(1), 0), Burst: int(burst)}
-	case "dial":
-		var e syscall.Errno
-		if !strings.EqualFold(arg(0), "hang") {
-			e = errno(arg(0))
-		}
-		x = DialErrors{Err: e, P: prob(arg(1), 1)}
+		x = Wakeups{P: p.prob("P", arg(0)), Dir: dir}
 	case "drop":
-		x = Drop{P: prob(arg(0), 0), Dir: dir}
+		x = Drop{P: p.prob("P", arg(0)), Dir: dir}
+	case "accept":
+		a := AcceptErrors{Err: p.errno(arg(0)), P: p.prob("P", arg(1))}
+		if arg(2) != "" {
+			a.Burst = int(p.size("BURST", arg(2), math.MaxInt))
+			p.notDefault("BURST", arg(2), a.Burst == 0, "1")
+		}
+		x = a
+	case "dial":
+		d := DialErrors{P: 1}
+		if !strings.EqualFold(arg(0), "hang") {
+			d.Err = p.errno(arg(0))
+		}
+		if arg(1) != "" {
+			d.P = p.prob("P", arg(1))
+			p.notDefault("P", arg(1), d.P == 0, "1")
+		}
+		x = d
 	case "dup":
-		x = Duplicate{P: prob(arg(0), 0)}
+		x = Duplicate{P: p.prob("P", arg(0))}
 	case "reorder":
-		x = Reorder{P: prob(arg(0), 0), Delay: dur(arg(1))}
-	default:
-		return nil, errors.New("unknown fault")
+		r := Reorder{P: p.prob("P", arg(0))}
+		if arg(1) != "" {
+			r.Delay = p.dur("DELAY", arg(1))
+			p.notDefault("DELAY", arg(1), r.Delay == 0, "1ms")
+		}
+		x = r
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	if p.err != nil {
+		return nil, 0, p.err
 	}
-	return x, nil
+	return x, seed, nil
 }
 
-// parseSize reads a byte count with an optional k or m suffix (×1024,
-// ×1024²).
-func parseSize(s string) (int64, error) {
-	mult := int64(1)
+func formNames() string {
+	names := make([]string, 0, len(forms))
+	for name := range forms {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}
+
+// parser reads one setting's pieces, keeping the first error, which names
+// the piece, says why, and quotes the setting's syntax.
+type parser struct {
+	syntax string
+	err    error
+}
+
+func (p *parser) errorf(format string, a ...any) error {
+	return fmt.Errorf("%s (syntax: %s)", fmt.Sprintf(format, a...), p.syntax)
+}
+
+func (p *parser) fail(format string, a ...any) {
+	if p.err == nil {
+		p.err = p.errorf(format, a...)
+	}
+}
+
+// size reads a byte count with an optional k or m suffix (×1024, ×1024²)
+// that fits in [-limit-1, limit].
+func (p *parser) size(piece, s string, limit int64) int64 {
+	digits, mult := s, int64(1)
 	switch {
 	case strings.HasSuffix(s, "k"), strings.HasSuffix(s, "K"):
-		mult, s = 1<<10, s[:len(s)-1]
+		digits, mult = s[:len(s)-1], 1<<10
 	case strings.HasSuffix(s, "m"), strings.HasSuffix(s, "M"):
-		mult, s = 1<<20, s[:len(s)-1]
+		digits, mult = s[:len(s)-1], 1<<20
 	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	return n * mult, err
+	n, err := strconv.ParseInt(digits, 10, 64)
+	bits := "int64"
+	if limit != math.MaxInt64 {
+		bits = "int"
+	}
+	switch {
+	case errors.Is(err, strconv.ErrRange), err == nil && (n > limit/mult || n < (-limit-1)/mult):
+		p.fail("%s %q overflows %s", piece, s, bits)
+		return 0
+	case err != nil:
+		p.fail("%s %q is not an integer (k and m suffixes: ×1024, ×1024²)", piece, s)
+		return 0
+	}
+	return n * mult
+}
+
+func (p *parser) dur(piece, s string) time.Duration {
+	if s == "" {
+		return 0
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		p.fail("%s %q is not a duration (e.g. 5ms, 1.5s; at most 2562047h)", piece, s)
+	}
+	return d
+}
+
+func (p *parser) prob(piece, s string) float64 {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		p.fail("%s %q is not a probability (a number in [0, 1])", piece, s)
+	}
+	return v
+}
+
+func (p *parser) seed(s string) uint64 {
+	n, err := strconv.ParseUint(s, 10, 64)
+	switch {
+	case errors.Is(err, strconv.ErrRange):
+		p.fail("N %q overflows uint64", s)
+	case err != nil:
+		p.fail("N %q is not an unsigned integer", s)
+	}
+	return n
+}
+
+func (p *parser) errno(s string) syscall.Errno {
+	e, ok := errnoByName[strings.ToUpper(s)]
+	if !ok {
+		names := slices.Sorted(maps.Keys(errnoByName))
+		p.fail("unknown ERRNO %q (want one of %s)", s, strings.Join(names, ", "))
+	}
+	return e
+}
+
+// notDefault refuses a zero written where the fault reads zero as its
+// default, def: what was written would not be what is injected.
+func (p *parser) notDefault(piece, s string, zero bool, def string) {
+	if zero {
+		p.fail("%s %q is zero, which this fault reads as %s: leave it out for %s", piece, s, def, def)
+	}
 }
 
 var errnoByName = map[string]syscall.Errno{
@@ -241,7 +404,7 @@ func format(x Fault) string {
 		if x.Err != 0 {
 			name = errnoName(x.Err)
 		}
-		return fmt.Sprintf("dial=%s/%g", name, x.P)
+		return fmt.Sprintf("dial=%s/%g", name, cmp.Or(x.P, 1)) // zero: 1, which Parse wants written
 	case Drop:
 		return fmt.Sprintf("drop%s=%g", dirSuffix(x.Dir), x.P)
 	case Duplicate:
