@@ -17,20 +17,26 @@ import (
 	"github.com/gatenet/gatenet"
 	"github.com/gatenet/gatenet/internal/envconf"
 	"github.com/gatenet/gatenet/internal/testutil"
+	"github.com/gatenet/gatenet/pollfd"
 )
 
 // TestEnvErrors runs TestEnvErrorsChild in a child process for each
-// GATENET_ variable set to each of a few invalid values: every kind of
-// constructor must refuse with an error naming the variable, its value
-// and the valid syntax (env.go).
+// GATENET_ variable set to each of a few invalid values, and for a
+// GATENET_ name gatenet does not read: every kind of constructor must
+// refuse with an error naming the variable, its value and the valid
+// syntax (env.go).
 func TestEnvErrors(t *testing.T) {
 	for _, tc := range []struct{ name, value string }{
 		{"GATENET_POLLER", "bogus"},
 		{"GATENET_POLLER", "nested+harvest+harvest"},
 		{"GATENET_SHARDS", "0"},
 		{"GATENET_SHARDS", "two"},
+		{"GATENET_SHARDS", "100000"},
 		{"GATENET_FAULTS", "slicer=9-1"},
 		{"GATENET_FAULTS", "nonsense"},
+		{"GATENET_FAULTS", "reset=1/2/3"},
+		{"GATENET_POLER", "nested"},
+		{"GATENET_FAULT", "slicer=1-7"},
 	} {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
 			testutil.RunChild(t, "TestEnvErrorsChild", tc.name+"="+tc.value, "GATENET_ENV_CHILD="+tc.name)
@@ -71,6 +77,20 @@ func TestEnvErrorsChild(t *testing.T) {
 
 	_, _, err = gatenet.Pipe()
 	check("Pipe", err)
+
+	// A Poller of one's own does not read GATENET_POLLER or
+	// GATENET_SHARDS, but GATENET_FAULTS and the unknown names still
+	// apply.
+	own, err := pollfd.New(pollfd.DefaultOptions())
+	require.NoError(t, err)
+	defer own.Close()
+	ln, err := (&gatenet.ListenConfig{Poller: own}).Listen(t.Context(), "tcp4", "127.0.0.1:0")
+	if name == "GATENET_POLLER" || name == "GATENET_SHARDS" {
+		require.NoError(t, err, "a Poller of its own")
+		require.NoError(t, ln.Close())
+	} else {
+		check("ListenConfig with a Poller of its own", err)
+	}
 
 	fifo := filepath.Join(t.TempDir(), "fifo")
 	require.NoError(t, unix.Mkfifo(fifo, 0o600))

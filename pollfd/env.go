@@ -7,7 +7,9 @@ package pollfd
 // descriptor: Default still returns a poller (with the default for what
 // was mistyped), and every Open, OpenShard and OpenLazy on it returns the
 // variable's *envconf.Error, so the first socket, pipe or file a program
-// makes reports it.
+// makes reports it. A mistyped name counts too: a GATENET_ variable
+// gatenet does not read (GATENET_POLER) is refused the same way
+// (envconf.Unknown).
 
 import (
 	"errors"
@@ -23,15 +25,31 @@ const (
 	envPoller     = "GATENET_POLLER"
 	envPollerWant = "nested or dedicated, then +harvest and/or +rpark (e.g. nested+harvest+rpark)"
 	envShards     = "GATENET_SHARDS"
-	envShardsWant = "a positive integer"
+	envShardsWant = "an integer from 1 to 1024"
 )
 
-var errNotPositive = errors.New("not positive")
+// maxEnvShards bounds GATENET_SHARDS. Every shard is made at the default
+// poller's first Open: an epoll descriptor, park-slot eventfds and a
+// token table, about 4 descriptors and 42 KiB of heap a shard (1024
+// shards: 4,096 descriptors, 42 MiB, 0.18 s to start, at GOMAXPROCS 2), so
+// a count mistyped a few zeros too long (100000) would cost some 400,000
+// descriptors, failing with EMFILE under most limits, before the first
+// socket. 1024 allows one shard per P up to 1024 Ps, more than sharding
+// is measured to pay off at (one per four Ps, ShardsFor; docs/DESIGN.md,
+// "Why four Ps a shard"), and ShardsFor's own count up to 4096 Ps. New's
+// Options are not bounded.
+const maxEnvShards = 1024
+
+var (
+	errNotPositive = errors.New("not positive")
+	errTooMany     = errors.New("more than 1024 shards")
+)
 
 // optionsFromEnv returns Default's options: DefaultOptions, with
 // GATENET_POLLER's strategy and GATENET_SHARDS's shard count where they
 // are set and valid (the count follows GOMAXPROCS otherwise, whatever the
-// strategy). err is the first invalid one's *envconf.Error. Unset,
+// strategy). err is the first invalid one's *envconf.Error, in that
+// order, then an unknown GATENET_ variable's (envconf.Unknown). Unset,
 // empty or blank, a variable keeps the default.
 func optionsFromEnv() (opts Options, err error) {
 	opts = DefaultOptions()
@@ -45,8 +63,12 @@ func optionsFromEnv() (opts Options, err error) {
 	}
 	if v := os.Getenv(envShards); v != "" {
 		n, perr := strconv.Atoi(v)
-		if perr == nil && n <= 0 {
+		switch {
+		case perr != nil:
+		case n <= 0:
 			perr = errNotPositive
+		case n > maxEnvShards:
+			perr = errTooMany
 		}
 		if perr != nil {
 			if err == nil {
@@ -55,6 +77,9 @@ func optionsFromEnv() (opts Options, err error) {
 		} else {
 			opts.Shards = n
 		}
+	}
+	if err == nil {
+		err = envconf.Unknown(os.Environ())
 	}
 	return opts, err
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -23,31 +24,42 @@ import (
 // default poller, naming the variable, its value and the valid syntax;
 // unset, empty or blank ones keep the default. The shard count follows
 // the child's GOMAXPROCS (ShardsFor) unless GATENET_SHARDS sets it,
-// whatever GATENET_POLLER says.
+// whatever GATENET_POLLER says. GATENET_SHARDS is at most 1024, and a
+// GATENET_ variable gatenet does not read is refused as an invalid one is.
 func TestDefaultFromEnvironment(t *testing.T) {
-	for _, tc := range []struct{ poller, shards, want, procs string }{
-		{"x", "", "GATENET_POLLER", ""},
-		{"nested+harvest+bogus", "", "GATENET_POLLER", ""},
-		{"nested+harvest+harvest", "", "GATENET_POLLER", ""},
-		{"nested", "0", "GATENET_SHARDS", ""},
-		{"nested", "-1", "GATENET_SHARDS", ""},
-		{"nested", "x", "GATENET_SHARDS", ""},
-		{"nested", "1.5", "GATENET_SHARDS", ""},
-		{"x", "0", "GATENET_POLLER", ""}, // the first invalid one is reported
-		{"", "", "ok", ""},
-		{"  ", "", "ok", ""},
-		{"dedicated+harvest", "2", "ok", ""},
-		{"", "", "ok", "16"},               // 4 shards
-		{"nested+harvest", "", "ok", "16"}, // 4 shards: the strategy leaves the count alone
-		{"", "2", "ok", "16"},              // GATENET_SHARDS wins
-		{"", "", "ok", "5"},                // 2 shards
-		{"nested", "x", "GATENET_SHARDS", "16"},
+	for _, tc := range []struct{ poller, shards, want, procs, extra string }{
+		{"x", "", "GATENET_POLLER", "", ""},
+		{"nested+harvest+bogus", "", "GATENET_POLLER", "", ""},
+		{"nested+harvest+harvest", "", "GATENET_POLLER", "", ""},
+		{"nested", "0", "GATENET_SHARDS", "", ""},
+		{"nested", "-1", "GATENET_SHARDS", "", ""},
+		{"nested", "x", "GATENET_SHARDS", "", ""},
+		{"nested", "1.5", "GATENET_SHARDS", "", ""},
+		{"x", "0", "GATENET_POLLER", "", ""}, // the first invalid one is reported
+		{"", "", "ok", "", ""},
+		{"  ", "", "ok", "", ""},
+		{"dedicated+harvest", "2", "ok", "", ""},
+		{"", "", "ok", "16", ""},               // 4 shards
+		{"nested+harvest", "", "ok", "16", ""}, // 4 shards: the strategy leaves the count alone
+		{"", "2", "ok", "16", ""},              // GATENET_SHARDS wins
+		{"", "", "ok", "5", ""},                // 2 shards
+		{"nested", "x", "GATENET_SHARDS", "16", ""},
+		{"nested", "100000", "GATENET_SHARDS", "", ""},
+		{"nested", "1025", "GATENET_SHARDS", "", ""},
+		{"", "1024", "ok", "", ""},
+		{"", "", "GATENET_POLER", "", "GATENET_POLER=nested"},
+		{"", "", "GATENET_NOSUCH", "", "GATENET_NOSUCH="},
+		{"x", "", "GATENET_POLLER", "", "GATENET_POLER=nested"}, // the known one's error first
+		{"", "", "ok", "", "GATENET_SOAK=1"},                    // test-only ones are known
 	} {
 		procs := cmp.Or(tc.procs, "2")
-		t.Run(tc.poller+"/"+tc.shards+"/"+procs, func(t *testing.T) {
+		t.Run(tc.poller+"/"+tc.shards+"/"+procs+"/"+tc.extra, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestDefaultEnvChild$", "-test.count=1", "-test.v")
 			cmd.Env = append(os.Environ(), "GOMAXPROCS="+procs,
 				"GATENET_POLLER="+tc.poller, "GATENET_SHARDS="+tc.shards, "GATENET_ENV_CHILD="+tc.want)
+			if tc.extra != "" {
+				cmd.Env = append(cmd.Env, tc.extra)
+			}
 			out, err := cmd.CombinedOutput()
 			require.NoError(t, err, "%s", out)
 			require.Contains(t, string(out), "--- PASS: TestDefaultEnvChild")
@@ -70,8 +82,9 @@ func TestDefaultEnvChild(t *testing.T) {
 		require.NoError(t, err)
 		opts.Shards = pollfd.ShardsFor(runtime.GOMAXPROCS(0))
 		if s := os.Getenv("GATENET_SHARDS"); s != "" {
-			require.Equal(t, s, "2")
-			opts.Shards = 2
+			n, err := strconv.Atoi(s)
+			require.NoError(t, err)
+			opts.Shards = n
 		}
 		require.Equal(t, opts, p.Options())
 		require.Equal(t, opts.Shards, p.Shards())
@@ -84,13 +97,19 @@ func TestDefaultEnvChild(t *testing.T) {
 	value := os.Getenv(want)
 	syntax := map[string]string{
 		"GATENET_POLLER": "nested or dedicated, then +harvest and/or +rpark (e.g. nested+harvest+rpark)",
-		"GATENET_SHARDS": "a positive integer",
+		"GATENET_SHARDS": "an integer from 1 to 1024",
 	}[want]
+	if syntax == "" { // a name gatenet does not read
+		syntax = "GATENET_POLLER, GATENET_SHARDS or GATENET_FAULTS; test-only ones: docs/TESTING.md"
+	}
 	// The default in place of what was mistyped.
-	if want == "GATENET_POLLER" {
+	switch want {
+	case "GATENET_POLLER":
 		require.Equal(t, pollfd.DefaultOptions(), p.Options())
-	} else {
+	case "GATENET_SHARDS":
 		require.Equal(t, pollfd.ShardsFor(runtime.GOMAXPROCS(0)), p.Shards())
+	default:
+		require.Equal(t, pollfd.DefaultOptions(), p.Options(), "GATENET_POLLER and GATENET_SHARDS are empty")
 	}
 	opens := map[string]func() (*pollfd.Desc, error){
 		"Open":      func() (*pollfd.Desc, error) { return p.Open(r) },
