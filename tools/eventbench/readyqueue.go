@@ -51,8 +51,10 @@ func (s *rqServer) Close() error {
 // public API only: one goroutine accepts and adds each conn to the queue;
 // workers goroutines take readable conns from Next, read without ever
 // parking (ReadContext with a context already done), write the bytes
-// back, read again while reads fill the buffer (maxReads at most), and
-// hand the conn back with Add; at io.EOF or an error they close it. This one function is the server: a faster API replaces
+// back with q.Write (which never parks either: what the socket does not
+// take waits in the queue, and a Next sends it), read again while reads
+// fill the buffer (maxReads at most), and hand the conn back with Add; at
+// io.EOF or an error they close it once its output is sent. This one function is the server: a faster API replaces
 // it here.
 func startReadyQueue(workers, readBuf int) (server, error) {
 	var lc gatenet.ListenConfig
@@ -102,7 +104,7 @@ func startReadyQueue(workers, readBuf int) (server, error) {
 					var n int
 					n, err = c.ReadContext(noWait, buf)
 					if n > 0 {
-						_, werr := c.WriteContext(context.Background(), buf[:n])
+						_, werr := s.q.Write(p, buf[:n]) // never parks: what waits, Next sends
 						if err == nil {
 							err = werr
 						}
@@ -121,7 +123,7 @@ func startReadyQueue(workers, readBuf int) (server, error) {
 					if !isEndOfConn(err) && firstErr == nil {
 						firstErr = fmt.Errorf("worker: %w", err)
 					}
-					p.Close() // leaves the queue
+					s.q.CloseWhenFlushed(p) // once the last echo is out; it leaves the queue
 					s.open.Add(-1)
 				}
 			}
