@@ -7,6 +7,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
+	"weak"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/gatenet/gatenet/pollfd"
 )
@@ -24,6 +28,9 @@ import (
 // leaves the File open: a read after Wait returns what is left, then
 // io.EOF, and the caller closes the File.
 //
+// A Start that fails closes the File before it returns, as os/exec closes
+// its parent's end (watchStart says how).
+//
 // A grandchild that inherits the child's end keeps EOF away for as long
 // as it lives, whatever the child does: bound such reads with a deadline
 // (SetReadDeadline) or a context (ReadContext), as a read of any pipe.
@@ -32,8 +39,10 @@ import (
 // cmd's standard input when it starts, as (*exec.Cmd).StdinPipe does, but
 // as a *File: Close gives the child EOF. It must be called before Start;
 // its errors are os/exec's ("exec: Stdin already set", "exec: StdinPipe
-// after process started").
-func StdinPipe(cmd *exec.Cmd) (*File, error) { return processPipe(cmd, (*exec.Cmd).StdinPipe, "|1") }
+// after process started"). The File is named "|stdin" (os/exec's is "|1").
+func StdinPipe(cmd *exec.Cmd) (*File, error) {
+	return processPipe(cmd, (*exec.Cmd).StdinPipe, func(c *exec.Cmd) *io.Reader { return &c.Stdin }, "|stdin")
+}
 
 // StdoutPipe returns the reading end of a pipe that will be connected to
 // cmd's standard output when it starts, as (*exec.Cmd).StdoutPipe does,
@@ -41,15 +50,21 @@ func StdinPipe(cmd *exec.Cmd) (*File, error) { return processPipe(cmd, (*exec.Cm
 // contexts, and Close unblocks them. Unlike os/exec's, Wait does not
 // close it: read to io.EOF before or after Wait, then Close it. Its
 // errors are os/exec's ("exec: Stdout already set", "exec: StdoutPipe
-// after process started").
-func StdoutPipe(cmd *exec.Cmd) (*File, error) { return processPipe(cmd, (*exec.Cmd).StdoutPipe, "|0") }
+// after process started"). The File is named "|stdout" (os/exec's is
+// "|0", as its stderr's).
+func StdoutPipe(cmd *exec.Cmd) (*File, error) {
+	return processPipe(cmd, (*exec.Cmd).StdoutPipe, func(c *exec.Cmd) *io.Writer { return &c.Stdout }, "|stdout")
+}
 
 // StderrPipe is StdoutPipe for cmd's standard error, as
-// (*exec.Cmd).StderrPipe.
-func StderrPipe(cmd *exec.Cmd) (*File, error) { return processPipe(cmd, (*exec.Cmd).StderrPipe, "|0") }
+// (*exec.Cmd).StderrPipe; the File is named "|stderr".
+func StderrPipe(cmd *exec.Cmd) (*File, error) {
+	return processPipe(cmd, (*exec.Cmd).StderrPipe, func(c *exec.Cmd) *io.Writer { return &c.Stderr }, "|stderr")
+}
 
-// processPipe is one of them: os/exec's pipe method, then takeOver.
-func processPipe[E io.Closer](cmd *exec.Cmd, pipe func(*exec.Cmd) (E, error), name string) (*File, error) {
+// processPipe is one of them: os/exec's pipe method, which sets the
+// stream's field (stream) to the child's end; takeOver; then watchStart.
+func processPipe[E io.Closer, S any](cmd *exec.Cmd, pipe func(*exec.Cmd) (E, error), stream func(*exec.Cmd) *S, name string) (*File, error) {
 	if cmd == nil {
 		return nil, errNilCmd
 	}
@@ -57,7 +72,15 @@ func processPipe[E io.Closer](cmd *exec.Cmd, pipe func(*exec.Cmd) (E, error), na
 	if err != nil {
 		return nil, err
 	}
-	return takeOver(end, name)
+	f, err := takeOver(end, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := watchStart(cmd, stream(cmd), f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // errNilCmd is the process pipes' error for a nil *exec.Cmd, whose own
@@ -65,8 +88,8 @@ func processPipe[E io.Closer](cmd *exec.Cmd, pipe func(*exec.Cmd) (E, error), na
 var errNilCmd = errors.New("gatenet: nil *exec.Cmd")
 
 // takeOver makes a File of a duplicate of end, the parent's end of an
-// os/exec pipe, and closes end: os/exec still closes the child's end after
-// Start, and its Wait closes only the *os.File it made. The duplicate
+// os/exec pipe, and closes end: the child's end is still closed after
+// Start (watchStart), and os/exec's Wait closes only the *os.File it made. The duplicate
 // shares end's open file description, so it is non-blocking as os.Pipe
 // left it.
 func takeOver(end io.Closer, name string) (*File, error) {
@@ -86,4 +109,75 @@ func takeOver(end io.Closer, name string) (*File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// watchStart closes f when cmd's Start fails, before Start returns, as
+// os/exec closes its own parent's end. os/exec keeps its ends in lists in
+// cmd that nothing outside reaches; what can be watched is the child's
+// end, exe, which Start closes as it ends, started or not. A goroutine
+// waits on exe, which that Close wakes, inside RawConn.Control, whose
+// reference makes the Close, and so Start, wait for the goroutine. Then
+// cmd.Process tells: nil, Start failed, and the goroutine closes f. Start
+// sets Process before it closes exe, and the wait returns once the Close
+// has marked exe's reference count (an atomic), so the read of Process is
+// ordered after the write.
+//
+// Close waits for references only while an *os.File is non-blocking, and
+// os.StartProcess makes the ends it passes blocking (Fd): so exe is never
+// passed, the child gets a blocking duplicate of it (*stream), and the
+// goroutine closes that as Start ends, as os/exec closes exe.
+//
+// The goroutine lives until Start ends; for a cmd never started, until a
+// cleanup wakes it (a deadline on exe) once cmd is collected.
+func watchStart[S any](cmd *exec.Cmd, stream *S, f *File) error {
+	exe, ok := any(*stream).(*os.File)
+	if !ok {
+		return errors.New("gatenet: os/exec's pipe end is not an *os.File")
+	}
+	rc, err := exe.SyscallConn()
+	if err != nil {
+		return err
+	}
+	nfd, err := dupOf(exe)
+	if err != nil {
+		return err
+	}
+	if err := unix.SetNonblock(nfd, false); err != nil {
+		unix.Close(nfd)
+		return os.NewSyscallError("fcntl", err)
+	}
+	child := os.NewFile(uintptr(nfd), exe.Name())
+	*stream = any(child).(S)
+
+	// Only exe's Close, or the deadline, ends the wait (never); waiting in
+	// the direction exe never becomes ready for (the child's end of stdin,
+	// a reader, for writing; of stdout or stderr for reading) spares the
+	// goroutine wake-ups meanwhile.
+	wait := rc.Read
+	if _, childReads := any(stream).(*io.Reader); childReads {
+		wait = rc.Write
+	}
+	never := func(uintptr) bool { return false }
+	cleanup := runtime.AddCleanup(cmd, func(exe *os.File) { exe.SetDeadline(aLongTimeAgo) }, exe)
+	weakCmd := weak.Make(cmd)
+	holding := make(chan struct{})
+	go func() {
+		defer cleanup.Stop()
+		held := false
+		rc.Control(func(uintptr) {
+			held = true
+			close(holding)
+			wait(never) // returns when Start has closed exe, or cmd is gone
+			child.Close()
+			if cmd := weakCmd.Value(); cmd != nil && cmd.Process == nil {
+				f.Close()
+			}
+		})
+		if !held { // exe closed already: Start cannot be waited for
+			close(holding)
+			child.Close()
+		}
+	}()
+	<-holding
+	return nil
 }

@@ -11,12 +11,15 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/gatenet/gatenet"
 	"github.com/gatenet/gatenet/internal/testutil"
@@ -34,6 +37,14 @@ func runChildMode(mode string) int {
 		time.Sleep(time.Minute)
 	case mode == "echo": // stdin to stdout until EOF
 		io.Copy(os.Stdout, os.Stdin)
+	case mode == "nonblock": // whether each of 0, 1 and 2 has O_NONBLOCK
+		for fd := range 3 {
+			fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+			if err != nil {
+				return 1
+			}
+			os.Stdout.WriteString(strconv.FormatBool(fl&unix.O_NONBLOCK != 0) + " ")
+		}
 	case strings.HasPrefix(mode, "write:"): // N bytes of the test stream
 		n, _ := strconv.Atoi(strings.TrimPrefix(mode, "write:"))
 		io.CopyN(os.Stdout, testStream(), int64(n))
@@ -117,10 +128,158 @@ func TestStdoutPipeDeadline(t *testing.T) {
 	_, _, out := startChild(t, "silent", false)
 	require.NoError(t, out.SetReadDeadline(time.Now().Add(50*time.Millisecond)))
 	_, err := out.Read(make([]byte, 8))
-	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
-	var pe *os.PathError
-	require.ErrorAs(t, err, &pe)
-	require.Equal(t, "read", pe.Op)
+	requirePathError(t, err, "read", "|stdout", os.ErrDeadlineExceeded)
+}
+
+// TestProcessPipesNames: each pipe is named after its stream, in Name and
+// in its errors, where os/exec's stdout and stderr are both "|0".
+func TestProcessPipesNames(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	cmd := child("write:0") // exits at once, reading nothing
+	in, err := gatenet.StdinPipe(cmd)
+	require.NoError(t, err)
+	defer in.Close()
+	out, err := gatenet.StdoutPipe(cmd)
+	require.NoError(t, err)
+	defer out.Close()
+	errs, err := gatenet.StderrPipe(cmd)
+	require.NoError(t, err)
+	defer errs.Close()
+	require.Equal(t, []string{"|stdin", "|stdout", "|stderr"}, []string{in.Name(), out.Name(), errs.Name()})
+	require.NoError(t, cmd.Start())
+	require.NoError(t, cmd.Wait())
+
+	_, err = in.Write([]byte("x"))
+	requirePathError(t, err, "write", "|stdin", syscall.EPIPE)
+	_, err = io.ReadAll(errs)
+	require.NoError(t, err)
+	require.NoError(t, errs.Close())
+	_, err = errs.Read(make([]byte, 8))
+	requirePathError(t, err, "read", "|stderr", os.ErrClosed)
+	require.EqualError(t, err, "read |stderr: file already closed")
+}
+
+// TestProcessPipesBlockingInChild: the child's ends are in blocking mode,
+// as os/exec leaves them (a child's stdio is rarely ready for EAGAIN).
+func TestProcessPipesBlockingInChild(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	cmd := child("nonblock")
+	in, err := gatenet.StdinPipe(cmd)
+	require.NoError(t, err)
+	defer in.Close()
+	out, err := gatenet.StdoutPipe(cmd)
+	require.NoError(t, err)
+	defer out.Close()
+	errs, err := gatenet.StderrPipe(cmd)
+	require.NoError(t, err)
+	defer errs.Close()
+	require.NoError(t, cmd.Start())
+	got, err := io.ReadAll(out)
+	require.NoError(t, err)
+	require.NoError(t, cmd.Wait())
+	require.Equal(t, "false false false ", string(got))
+}
+
+// TestProcessPipesClosedBeforeStart: the parent's ends may be closed
+// before Start, as os/exec's: the child still starts (on pipes with no
+// other end), and nothing is left open after Wait.
+func TestProcessPipesClosedBeforeStart(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	before := testutil.OpenFDs(t)
+	cmd := child("echo")
+	in, err := gatenet.StdinPipe(cmd)
+	require.NoError(t, err)
+	out, err := gatenet.StdoutPipe(cmd)
+	require.NoError(t, err)
+	require.NoError(t, in.Close())
+	require.NoError(t, out.Close())
+	require.NoError(t, cmd.Start())
+	require.NoError(t, cmd.Wait(), "the child read EOF at once and wrote nothing")
+	require.Equal(t, before, testutil.OpenFDs(t), "no descriptor left, with no collection")
+}
+
+// TestProcessPipesNeverStarted: the pipes of a command that is never
+// started go with it when it is collected, as os/exec's (CheckLeaks
+// collects), the goroutine that waits for its Start included.
+func TestProcessPipesNeverStarted(t *testing.T) {
+	testutil.CheckLeaks(t)
+	func() {
+		cmd := child("silent")
+		out, err := gatenet.StdoutPipe(cmd)
+		require.NoError(t, err)
+		require.NoError(t, out.Close())
+		_, err = gatenet.StdinPipe(cmd) // left open: the File's finalizer closes it
+		require.NoError(t, err)
+	}()
+}
+
+// TestProcessPipesFailedStart: a Start that fails closes the parent's end
+// of each pipe before it returns, as os/exec's (the "os/exec" subtests):
+// 20 failed starts leave as many descriptors open as before them, with no
+// garbage collection, whether the command is not found (LookPath fails
+// before any process is made) or is found but cannot run (fork/exec
+// fails), and our ends then read and write as closed.
+func TestProcessPipesFailedStart(t *testing.T) {
+	testutil.CheckLeaks(t)
+	notExec := filepath.Join(t.TempDir(), "not-executable")
+	require.NoError(t, os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644))
+	type ends struct {
+		in        io.Writer
+		out, errs io.Reader
+	}
+	ours := func(cmd *exec.Cmd) (e ends, err error) {
+		if e.in, err = gatenet.StdinPipe(cmd); err != nil {
+			return e, err
+		}
+		if e.out, err = gatenet.StdoutPipe(cmd); err != nil {
+			return e, err
+		}
+		e.errs, err = gatenet.StderrPipe(cmd)
+		return e, err
+	}
+	std := func(cmd *exec.Cmd) (e ends, err error) {
+		if e.in, err = cmd.StdinPipe(); err != nil {
+			return e, err
+		}
+		if e.out, err = cmd.StdoutPipe(); err != nil {
+			return e, err
+		}
+		e.errs, err = cmd.StderrPipe()
+		return e, err
+	}
+	failedStarts := func(t *testing.T, path string, pipes func(*exec.Cmd) (ends, error)) ends {
+		before := testutil.OpenFDs(t)
+		var last ends
+		for range 20 {
+			cmd := exec.Command(path)
+			var err error
+			last, err = pipes(cmd)
+			require.NoError(t, err)
+			require.Error(t, cmd.Start())
+		}
+		require.Equal(t, before, testutil.OpenFDs(t), "descriptors open before and after 20 failed starts")
+		return last
+	}
+	for _, c := range []struct{ name, path string }{
+		{"not found", "gatenet-no-such-command"}, // LookPath's error
+		{"no such file", "/nonexistent/gatenet"}, // fork/exec's ENOENT
+		{"not executable", notExec},              // fork/exec's EACCES
+	} {
+		path := c.path
+		t.Run(c.name, func(t *testing.T) {
+			t.Run("os/exec", func(t *testing.T) { failedStarts(t, path, std) })
+			last := failedStarts(t, path, ours)
+			_, err := last.out.Read(make([]byte, 8))
+			requirePathError(t, err, "read", "|stdout", os.ErrClosed)
+			_, err = last.errs.Read(make([]byte, 8))
+			requirePathError(t, err, "read", "|stderr", os.ErrClosed)
+			_, err = last.in.Write([]byte("x"))
+			requirePathError(t, err, "write", "|stdin", os.ErrClosed)
+		})
+	}
 }
 
 func TestStdoutPipeCloseUnblocks(t *testing.T) {
