@@ -4,6 +4,7 @@ package gatenet
 
 import (
 	"fmt"
+	"net"
 	"os"
 
 	"github.com/gatenet/gatenet/faults"
@@ -25,6 +26,9 @@ func InjectFaults(x Pollable, f *faults.Faults) error {
 	}
 	if fd == nil {
 		return fmt.Errorf("gatenet: InjectFaults: %T is nil or not open", x)
+	}
+	if c, ok := x.(net.Conn); ok && f != nil {
+		c.LocalAddr() // learnt before a fault can reset the socket (localaddr.go)
 	}
 	if err := fd.SetFaults(f); err != nil {
 		if _, ok := x.(*File); ok && err == poll.ErrFileClosing {

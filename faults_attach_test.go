@@ -10,6 +10,8 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -183,6 +185,89 @@ func TestFaultsResetAfter(t *testing.T) {
 	var op *net.OpError
 	require.ErrorAs(t, err, &op)
 	require.Equal(t, "write", op.Op)
+}
+
+// TestFaultsResetAfterLocalAddr: a reset fault disconnects the socket
+// (connect(AF_UNSPEC)), after which the kernel reports 0.0.0.0 as its
+// address; a conn whose local address nobody had asked for still reports
+// the one it had, as after a real RST (a peer's linger-0 Close, over
+// gatenet and over net): in the *net.OpError of the call that meets the
+// reset (Source) and in LocalAddr, asked only then, both what the peer
+// sees as its RemoteAddr. The fault is attached by each of Dialer,
+// ListenConfig (the accepted conn) and InjectFaults.
+func TestFaultsResetAfterLocalAddr(t *testing.T) {
+	testutil.CheckLeaks(t)
+	reset := func() *faults.Faults { return faults.New(1, faults.ResetAfter{N: 0}) }
+	// pair dials ln's port on 127.0.0.1, and accepts.
+	pair := func(t *testing.T, ln net.Listener, dial func(network, address string) (net.Conn, error)) (c, s net.Conn) {
+		accepted := make(chan net.Conn, 1)
+		go func() {
+			s, _ := ln.Accept()
+			accepted <- s
+		}()
+		c, err := dial("tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)))
+		require.NoError(t, err)
+		s = <-accepted
+		require.NotNil(t, s)
+		t.Cleanup(func() { c.Close(); s.Close() })
+		return c, s
+	}
+	listen := func(t *testing.T, lc *gatenet.ListenConfig, address string) net.Listener {
+		ln, err := lc.Listen(context.Background(), "tcp4", address)
+		require.NoError(t, err)
+		t.Cleanup(func() { ln.Close() })
+		return ln
+	}
+	write := func(c net.Conn) error { _, err := c.Write([]byte("x")); return err }
+	read := func(c net.Conn) error { _, err := c.Read(make([]byte, 8)); return err }
+	// Each case returns the conn under test, its peer, and the call that
+	// meets the reset.
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T) (c, peer net.Conn, call func(net.Conn) error)
+	}{
+		{"Dialer", func(t *testing.T) (net.Conn, net.Conn, func(net.Conn) error) {
+			d := &gatenet.Dialer{Faults: reset()}
+			c, peer := pair(t, listen(t, &gatenet.ListenConfig{}, "127.0.0.1:0"), d.Dial)
+			return c, peer, write
+		}},
+		{"ListenConfig", func(t *testing.T) (net.Conn, net.Conn, func(net.Conn) error) {
+			// On the wildcard address: a socket bound to a given address
+			// keeps it through the reset, an accepted one as its listener.
+			peer, c := pair(t, listen(t, &gatenet.ListenConfig{Faults: reset()}, "0.0.0.0:0"), gatenet.Dial)
+			return c, peer, write
+		}},
+		{"InjectFaults", func(t *testing.T) (net.Conn, net.Conn, func(net.Conn) error) {
+			c, peer := testutil.TCPPair(t)
+			require.NoError(t, gatenet.InjectFaults(c, reset()))
+			return c, peer, write
+		}},
+		{"real RST", func(t *testing.T) (net.Conn, net.Conn, func(net.Conn) error) {
+			c, peer := testutil.TCPPair(t)
+			require.NoError(t, peer.SetLinger(0))
+			return c, peer, read
+		}},
+		{"real RST, net", func(t *testing.T) (net.Conn, net.Conn, func(net.Conn) error) {
+			c, peer := testutil.NetTCPPair(t)
+			require.NoError(t, peer.SetLinger(0))
+			return c, peer, read
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, peer, call := tc.setup(t)
+			want := peer.RemoteAddr().String()
+			require.Contains(t, want, "127.0.0.1:")
+			if strings.HasPrefix(tc.name, "real RST") {
+				require.NoError(t, peer.Close()) // linger 0: a RST
+			}
+			err := call(c)
+			require.ErrorIs(t, err, syscall.ECONNRESET)
+			var op *net.OpError
+			require.ErrorAs(t, err, &op)
+			require.Equal(t, want, op.Source.String(), "the error's local address: %v", err)
+			require.Equal(t, want, c.LocalAddr().String())
+		})
+	}
 }
 
 // TestFaultsBandwidth: 1 MiB at 1 MiB/s takes at least 0.9 s (a lower

@@ -261,6 +261,7 @@ func (fd *netFD) newAccepted(s int, rsa unix.Sockaddr) (*netFD, error) {
 	}
 	nfd.raddr = nfd.addr(rsa)
 	nfd.lazyLocal = true // getsockname(2) when asked (localaddr.go)
+	nfd.learnLocalIfFaulted()
 	return nfd, nil
 }
 

@@ -15,6 +15,14 @@ import "net"
 //
 // fd.laddr is written once (CompareAndSwap from empty) and read
 // atomically: LocalAddr may race with anything, Close included.
+//
+// A reset fault (package faults) disconnects a TCP socket with
+// connect(AF_UNSPEC), after which the kernel reports the unspecified
+// address (0.0.0.0, ::) for it, keeping only one the socket, or its
+// listener, was bound to; a real RST leaves the address alone. So a
+// faulted connection learns its address before a fault can act: when it
+// is connected or accepted (learnLocalIfFaulted), or when faults are
+// attached to it (InjectFaults).
 
 // setLocalAddr records the local address of a socket whose address is
 // known when it is made. A nil address (getsockname failed) stays unset:
@@ -44,4 +52,11 @@ func (fd *netFD) localAddr() net.Addr {
 	}
 	a, _ := fd.laddr.Load().(net.Addr)
 	return a
+}
+
+// learnLocalIfFaulted learns the local address now if faults are attached.
+func (fd *netFD) learnLocalIfFaulted() {
+	if fd.lazyLocal && fd.pfd.Faults() != nil {
+		fd.localAddr()
+	}
 }

@@ -211,6 +211,7 @@ func (fd *netFD) dial(ctx context.Context, laddr, raddr net.Addr, cfg socketConf
 		if fd.sotype == unix.SOCK_STREAM {
 			fd.placeBesidePeer(raddr)
 		}
+		fd.learnLocalIfFaulted()
 	} else {
 		lsa, _ := getsockname(fd.pfd.Sysfd)
 		fd.setLocalAddr(fd.addr(lsa))
