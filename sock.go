@@ -259,7 +259,11 @@ var ipStack = sync.OnceValue(func() (caps struct{ ipv4, ipv6, ipv4map bool }) {
 		defer unix.Close(s)
 		unix.SetsockoptInt(s, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, v6only)
 		sa, err := ipToSockaddr(unix.AF_INET6, ip, 0, "")
-		return err == nil && unix.Bind(s, sa) == nil
+		if err != nil {
+			return false
+		}
+		err = unix.Bind(s, sa)
+		return err == nil || ipv6ProbeDeniedIsSupport && (err == unix.EPERM || err == unix.EACCES)
 	}
 	caps.ipv6 = probe(net.IPv6loopback, 1)
 	caps.ipv4map = probe(net.IPv4(127, 0, 0, 1), 0)

@@ -186,9 +186,11 @@ func udpReadFromUnix(c unixDgramConn, buf []byte, names *sockNames) (udpReadObs,
 	return o, a
 }
 
-// Row 46: on a stream or seqpacket UnixConn, ReadFromUnix, ReadFrom and
-// ReadMsgUnix at end of stream return an *OpError wrapping io.EOF, where
-// Read returns io.EOF itself.
+// Row 46: on a stream or seqpacket UnixConn at end of stream, Read returns
+// io.EOF itself; ReadFromUnix, ReadFrom and ReadMsgUnix return what the
+// running Go's net returns, all three alike: an *OpError wrapping io.EOF
+// before Go 1.27, io.EOF itself from Go 1.27 (docs/TESTING.md, "Go
+// releases"). The expectation admits both; gatenet must equal net.
 func TestUDPParityUnixReadFromEOF(t *testing.T) {
 	testutil.Watchdog(t, 2*time.Minute)
 	testutil.CheckLeaks(t)
@@ -209,13 +211,17 @@ func TestUDPParityUnixReadFromEOF(t *testing.T) {
 			}, func(t *testing.T, s sockStack, o []udpReadObs) {
 				require.Equal(t, "last", o[0].Data)
 				require.True(t, o[0].Err.Nil)
+				bare := o[1].Err.EOF // ReadFrom's choice, which the others share
 				for _, r := range o[1:] {
 					require.Zero(t, r.N)
 					require.True(t, r.Err.EOFIs, "%+v", r)
-					if r.Kind == "Read" {
+					switch {
+					case r.Kind == "Read":
 						require.True(t, r.Err.EOF, "Read: a bare io.EOF")
-					} else {
-						require.False(t, r.Err.EOF, "%s: not a bare io.EOF", r.Kind)
+					case bare:
+						require.True(t, r.Err.EOF, "%s: a bare io.EOF, as ReadFrom's", r.Kind)
+					default:
+						require.False(t, r.Err.EOF, "%s: not a bare io.EOF, as ReadFrom's", r.Kind)
 						require.Equal(t, "*net.OpError", r.Err.Type)
 						require.Equal(t, "read", r.Err.Op)
 					}

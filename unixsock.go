@@ -4,6 +4,7 @@ package gatenet
 
 import (
 	"context"
+	"io"
 	"net"
 	"os"
 	"sync"
@@ -66,14 +67,15 @@ func sotypeToUnixNet(sotype int) string {
 	return "unix"
 }
 
-// ReadFromUnix reads a message and its sender (recvfrom(2)). Unlike Read,
-// end of stream comes as an *net.OpError wrapping io.EOF, as net's.
+// ReadFromUnix reads a message and its sender (recvfrom(2)). End of stream
+// comes as the running Go's net returns it: an *net.OpError wrapping io.EOF
+// before Go 1.27, io.EOF itself (as from Read) from Go 1.27 on.
 func (c *UnixConn) ReadFromUnix(b []byte) (int, *net.UnixAddr, error) {
 	if !c.ok() {
 		return 0, nil, syscall.EINVAL
 	}
 	n, sa, err := c.fd.pfd.ReadFrom(b)
-	if err != nil {
+	if err != nil && (unixReadFromWrapsEOF || err != io.EOF) {
 		err = c.opError("read", c.fd.raddr, wrapSyscallError("recvfrom", err))
 	}
 	return n, c.unixAddrOf(sa), err
@@ -90,7 +92,8 @@ func (c *UnixConn) ReadFrom(b []byte) (int, net.Addr, error) {
 }
 
 // ReadMsgUnix reads a message with its ancillary data (recvmsg(2) with
-// MSG_CMSG_CLOEXEC, so received descriptors are close-on-exec), as net's.
+// MSG_CMSG_CLOEXEC, so received descriptors are close-on-exec), as net's;
+// end of stream comes as from ReadFromUnix.
 // Like net's it leaves the control data to the caller: ParseUnixControl
 // parses it and closes the received descriptors when they cannot all be
 // handed over (MSG_CTRUNC, a malformed message).
@@ -100,7 +103,7 @@ func (c *UnixConn) ReadMsgUnix(b, oob []byte) (n, oobn, flags int, addr *net.Uni
 	}
 	var sa unix.Sockaddr
 	n, oobn, flags, sa, err = c.fd.pfd.ReadMsg(b, oob, unix.MSG_CMSG_CLOEXEC)
-	if err != nil {
+	if err != nil && (unixReadFromWrapsEOF || err != io.EOF) {
 		err = c.opError("read", c.fd.raddr, wrapSyscallError("recvmsg", err))
 	}
 	return n, oobn, flags, c.unixAddrOf(sa), err
