@@ -19,6 +19,12 @@ import (
 // all sent: a peer that does not read stops being read, and costs the
 // server the limit, plus what one worker's turn wrote past it.
 //
+// A flush never arms a member a worker still holds (between Next and
+// Add): reads stay the worker's until it hands the member back, so a hold
+// that ends mid-turn only lifts itself (ReleaseReads) and leaves the
+// arming to that Add; back records an Add the hold deferred, which the
+// flush then completes.
+//
 // The output's mu orders a member's writes: Write and flush hold it across
 // their system call, so bytes leave in the order Write took them, and a
 // Write while output waits appends to it rather than overtaking it.
@@ -37,6 +43,7 @@ type output struct {
 	mu      sync.Mutex
 	buf     []byte // not yet sent, in order
 	held    bool   // read reports held: buf went past the limit, or closing
+	back    bool   // Add came while held: the flush that ends the hold re-arms reads
 	closing bool   // CloseWhenFlushed: close once buf is sent
 	err     error  // a send of buf failed: Write and Add return it
 }
@@ -122,6 +129,7 @@ func (o *output) add(q *ReadyQueue, m *member) error {
 		return o.err
 	}
 	if o.held {
+		o.back = true
 		return nil
 	}
 	return q.watch(m)
@@ -150,20 +158,31 @@ func (q *ReadyQueue) flush(m *member) {
 		o.buf, o.err = nil, net.ErrClosed
 	case err == nil:
 		o.buf = nil
-		if o.held {
-			o.held = false
-			_ = q.watch(m) // an error here is the conn's: its next read says it
-		}
+		q.release(m, o)
 	case errors.Is(err, context.Canceled):
 		_ = m.fd.WatchWrite(q.list, false) // fails only once m is closed or removed
 	default:
-		o.buf, o.err, o.held = nil, err, false
-		_ = q.watch(m)
-		m.fd.NotifyReady() // a worker's read or Add reports the error
+		o.buf, o.err = nil, err
+		q.release(m, o)
+		m.fd.NotifyReady() // unless a worker holds it: its read, Write or Add says it
 	}
 	o.mu.Unlock()
 	if closing {
 		m.p.Close()
+	}
+}
+
+// release ends a hold of m's reads, if any: an Add that came while it
+// held arms them (Watch); otherwise they are as the hold found them, armed
+// or the holding worker's (ReleaseReads). Called with o.mu held.
+func (q *ReadyQueue) release(m *member, o *output) {
+	switch {
+	case o.back:
+		o.held, o.back = false, false
+		_ = q.watch(m) // an error here is the conn's: its next read says it
+	case o.held:
+		o.held = false
+		m.fd.ReleaseReads()
 	}
 }
 

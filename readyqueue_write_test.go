@@ -274,6 +274,49 @@ func TestReadyQueueCloseWhenFlushed(t *testing.T) {
 	require.ErrorIs(t, err, net.ErrClosed)
 }
 
+// TestReadyQueueHoldEndsMidTurn: output past the limit that is all sent
+// while a worker still holds the conn does not hand the conn to another
+// worker: reads stay the holder's until its Add.
+func TestReadyQueueHoldEndsMidTurn(t *testing.T) {
+	q, c, s := watchedPair(t)
+	require.NoError(t, q.SetOutputLimit(0))
+	_, err := c.Write([]byte("a"))
+	require.NoError(t, err)
+	p, err := nextWithin(q, time.Minute)
+	require.NoError(t, err)
+	require.Same(t, s, p) // this test is the worker holding s now
+
+	_, err = q.Write(s, make([]byte, 8<<20))
+	require.NoError(t, err)
+	require.Positive(t, q.Buffered(s))
+	got := make(chan gatenet.Pollable, 1)
+	go func() { // another worker: its Next sends the output
+		if p, err := nextWithin(q, time.Minute); err == nil {
+			got <- p
+		}
+	}()
+	c.SetReadDeadline(time.Now().Add(time.Minute))
+	_, err = io.CopyN(io.Discard, c, 8<<20)
+	require.NoError(t, err)
+	for q.Buffered(s) != 0 {
+		time.Sleep(time.Millisecond)
+	}
+	_, err = c.Write([]byte("b")) // a read edge while s is held
+	require.NoError(t, err)
+	select {
+	case p := <-got:
+		t.Fatalf("%v reported to a second worker while the first held it", p)
+	case <-time.After(100 * time.Millisecond):
+	}
+	require.NoError(t, q.Add(s)) // handed back: reported, "ab" is unread
+	select {
+	case p := <-got:
+		require.Same(t, s, p)
+	case <-time.After(time.Minute):
+		t.Fatal("not reported after Add")
+	}
+}
+
 // TestReadyQueueWriteFailureReachesWorker: a peer that resets while output
 // waits: the failed send is reported, and the worker closes the conn.
 func TestReadyQueueWriteFailureReachesWorker(t *testing.T) {

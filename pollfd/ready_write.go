@@ -18,6 +18,8 @@ package pollfd
 //	                 the writer gets it (the gate's wake); writeArmed stays
 //	NextEvent        pops a write report: writeQueued = false
 //	Watch            holdReads = false
+//	ReleaseReads     holdReads = false; an armed Desc with the read gate's
+//	                 Ready set is queued, as at a read edge
 //	Unwatch, Unblock unlinked, both kinds; NextEvent skips them
 //
 // holdReads is the backpressure: while it is set a read edge leaves the
@@ -83,6 +85,21 @@ func (d *Desc) WatchWrite(l *ReadyList, holdReads bool) error {
 		l.mu.Unlock()
 	}
 	return nil
+}
+
+// ReleaseReads ends a hold of d's read reports (WatchWrite's holdReads)
+// without arming d, as Watch would: a d still armed is reported if a read
+// edge came while it was held; one a reader holds (reported and not yet
+// handed back) stays that reader's.
+func (d *Desc) ReleaseReads() {
+	d.mu.Lock()
+	if w := d.watchLocked(); w != nil && w.holdReads {
+		w.holdReads = false
+		if d.rg.ready {
+			d.reportLocked()
+		}
+	}
+	d.mu.Unlock()
 }
 
 // reportWriteLocked queues a write report of d if it is writeArmed.

@@ -136,6 +136,14 @@ func (fd *FD) WatchCookie(l *pollfd.ReadyList) any {
 	return fd.pd.WatchCookie(l)
 }
 
+// ReleaseReads ends a hold of the descriptor's read reports without
+// arming it (pollfd.Desc.ReleaseReads).
+func (fd *FD) ReleaseReads() {
+	if fd.pd != nil {
+		fd.pd.ReleaseReads()
+	}
+}
+
 // NotifyReady reports the watched descriptor to its list now, as a read
 // edge would, if it is armed (pollfd.Desc.NotifyReady).
 func (fd *FD) NotifyReady() {
