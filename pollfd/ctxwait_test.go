@@ -103,17 +103,8 @@ func TestWaitContextRegistration(t *testing.T) {
 		// Five parked waits per descriptor, each woken by a byte.
 		for range 5 {
 			for i, d := range ds {
-				mustEAGAIN(t, d)
-				base := p.Stats()
-				ch := make(chan error, 1)
-				go func() { ch <- d.WaitContext(ctx, pollfd.ModeRead) }()
-				waitParks(t, p, base, 1)
-				_, err := unix.Write(ws[i], []byte{1})
-				require.NoError(t, err)
-				require.NoError(t, recvErr(t, ch))
-				var b [8]byte
-				_, err = unix.Read(d.Fd(), b[:])
-				require.NoError(t, err)
+				ch, _ := parkedContext(t, p, d, ctx)
+				wakeByByte(t, ch, d.Fd(), ws[i])
 			}
 		}
 		waitUntil(t, "the registrations", func() bool {
@@ -130,13 +121,9 @@ func TestWaitContextRegistration(t *testing.T) {
 		var r4 int
 		r4, ws[3] = newPipe(t) // a gate that has never had a registration
 		ds[3] = open(t, p, r4)
-		ch := make(chan error, 1)
 		for i := range 4 {
 			once := newCountingCtx()
-			mustEAGAIN(t, ds[3])
-			base := p.Stats()
-			go func() { ch <- ds[3].WaitContext(once, pollfd.ModeRead) }()
-			waitParks(t, p, base, 1)
+			ch, _ := parkedContext(t, p, ds[3], once)
 			if i == 0 { // registrations are made off the waiter's goroutine
 				waitUntil(t, "the first registration", func() bool {
 					reg, _ := once.counts()
@@ -155,17 +142,9 @@ func TestWaitContextRegistration(t *testing.T) {
 		// many waits, replaces it.
 		other := newCountingCtx()
 		for i := range 2 {
-			mustEAGAIN(t, ds[0])
-			base := p.Stats()
-			go func() { ch <- ds[0].WaitContext(other, pollfd.ModeRead) }()
-			waitParks(t, p, base, 1)
+			ch, _ := parkedContext(t, p, ds[0], other)
 			if i == 0 {
-				_, err := unix.Write(ws[0], []byte{1})
-				require.NoError(t, err)
-				require.NoError(t, recvErr(t, ch))
-				var b [8]byte
-				_, err = unix.Read(ds[0].Fd(), b[:])
-				require.NoError(t, err)
+				wakeByByte(t, ch, ds[0].Fd(), ws[0])
 				// The registration is made off the waiter's goroutine; a
 				// cancel that overtook it would find context.AfterFunc
 				// running the callback at once, never calling the
@@ -189,30 +168,16 @@ func TestWaitContextRegistration(t *testing.T) {
 
 		// The counting context cancels a parked wait through its
 		// registration.
-		mustEAGAIN(t, ds[1])
-		base := p.Stats()
-		go func() { ch <- ds[1].WaitContext(ctx, pollfd.ModeRead) }()
-		waitParks(t, p, base, 1)
+		ch, _ := parkedContext(t, p, ds[1], ctx)
 		ctx.cancel()
 		require.ErrorIs(t, recvErr(t, ch), context.Canceled)
 
 		// Unblock stops the rest (those cancel has not consumed): a new
 		// context, waited with twice (woken by a byte, then parked).
 		fresh := newCountingCtx()
-		mustEAGAIN(t, ds[2])
-		base = p.Stats()
-		go func() { ch <- ds[2].WaitContext(fresh, pollfd.ModeRead) }()
-		waitParks(t, p, base, 1)
-		_, err := unix.Write(ws[2], []byte{1})
-		require.NoError(t, err)
-		require.NoError(t, recvErr(t, ch))
-		var b [8]byte
-		_, err = unix.Read(ds[2].Fd(), b[:])
-		require.NoError(t, err)
-		mustEAGAIN(t, ds[2])
-		base = p.Stats()
-		go func() { ch <- ds[2].WaitContext(fresh, pollfd.ModeRead) }()
-		waitParks(t, p, base, 1)
+		ch, _ = parkedContext(t, p, ds[2], fresh)
+		wakeByByte(t, ch, ds[2].Fd(), ws[2])
+		ch, _ = parkedContext(t, p, ds[2], fresh)
 		ds[2].Unblock()
 		require.ErrorIs(t, recvErr(t, ch), pollfd.ErrClosing)
 		waitUntil(t, "Unblock to stop the registration", func() bool {
@@ -263,16 +228,11 @@ func TestWaitContext(t *testing.T) {
 			r, w := newPipe(t)
 			d := open(t, p, r)
 			ctx, cancel := context.WithCancel(context.Background())
-			ch, _ := parked(t, p, d, func() error { return d.WaitContext(ctx, pollfd.ModeRead) })
+			ch, _ := parkedContext(t, p, d, ctx)
 			cancel()
 			require.ErrorIs(t, recvErr(t, ch), context.Canceled)
 			// The gate is clean: the next Wait parks until real data.
-			mustEAGAIN(t, d)
-			wch := goWait(d, pollfd.ModeRead)
-			requireParked(t, wch, 30*time.Millisecond, "no data was written")
-			_, err := unix.Write(w, []byte("x"))
-			require.NoError(t, err)
-			require.NoError(t, recvErr(t, wch))
+			parksUntilData(t, d, w)
 		})
 		t.Run("AlreadyDone", func(t *testing.T) {
 			r, _ := newPipe(t)
@@ -319,12 +279,20 @@ func TestWaitContext(t *testing.T) {
 			// (a harmless spurious wake-up, as with the runtime's poller):
 			// let it land before the Prepare that forgets it.
 			time.Sleep(20 * time.Millisecond)
-			mustEAGAIN(t, d)
-			wch := goWait(d, pollfd.ModeRead)
-			requireParked(t, wch, 30*time.Millisecond, "no data was written")
-			_, err := unix.Write(w, []byte("z"))
-			require.NoError(t, err)
-			require.NoError(t, recvErr(t, wch))
+			parksUntilData(t, d, w)
 		})
 	})
+}
+
+// parksUntilData checks that the read gate of d (a pipe's read end whose
+// write end is w) is clean: a Wait after a read that finds the pipe empty
+// stays parked while nothing is written, and the next byte wakes it.
+func parksUntilData(t *testing.T, d *pollfd.Desc, w int) {
+	t.Helper()
+	mustEAGAIN(t, d)
+	wch := goWait(d, pollfd.ModeRead)
+	requireParked(t, wch, 30*time.Millisecond, "no data was written")
+	_, err := unix.Write(w, []byte("x"))
+	require.NoError(t, err)
+	require.NoError(t, recvErr(t, wch))
 }

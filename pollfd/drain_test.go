@@ -25,16 +25,8 @@ var loopOnly = []pollfd.Options{{Strategy: pollfd.Nested}, {Strategy: pollfd.Ded
 // it parked.
 func deliveredByLoop(t *testing.T, p *pollfd.Poller, d *pollfd.Desc, w int) {
 	t.Helper()
-	base := p.Stats()
-	mustEAGAIN(t, d)
-	ch := goWait(d, pollfd.ModeRead)
-	waitParks(t, p, base, 1)
-	_, err := unix.Write(w, []byte{1})
-	require.NoError(t, err)
-	require.NoError(t, recvErr(t, ch))
-	var b [1]byte
-	_, err = unix.Read(d.Fd(), b[:])
-	require.NoError(t, err)
+	ch, _ := parkedRead(t, p, d)
+	wakeByByte(t, ch, d.Fd(), w)
 }
 
 // TestDrainLoopIdleExit: a drain loop, of either strategy, starts with

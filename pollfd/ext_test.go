@@ -50,12 +50,8 @@ func TestDescExtMedia(t *testing.T) {
 	// Per-call contexts select on the gate's wake channel; cancelled
 	// ones leave nothing behind for the next wait.
 	for range 3 {
-		mustEAGAIN(t, d)
 		ctx, cancel := context.WithCancel(context.Background())
-		base = p.Stats()
-		ch := make(chan error, 1)
-		go func() { ch <- d.WaitContext(ctx, pollfd.ModeRead) }()
-		waitParks(t, p, base, 1)
+		ch, _ := parkedContext(t, p, d, ctx)
 		cancel()
 		require.ErrorIs(t, recvErr(t, ch), context.Canceled)
 	}

@@ -3,6 +3,7 @@
 package pollfd_test
 
 import (
+	"context"
 	"errors"
 	"runtime"
 	"testing"
@@ -255,4 +256,22 @@ func parked(t testing.TB, p *pollfd.Poller, d *pollfd.Desc, wait func() error) (
 	go func() { ch <- wait() }()
 	waitParks(t, p, base, 1)
 	return ch, base
+}
+
+// parkedContext is parkedRead with d.WaitContext(ctx) for the wait.
+func parkedContext(t testing.TB, p *pollfd.Poller, d *pollfd.Desc, ctx context.Context) (<-chan error, pollfd.Stats) {
+	t.Helper()
+	return parked(t, p, d, func() error { return d.WaitContext(ctx, pollfd.ModeRead) })
+}
+
+// wakeByByte writes a byte to the pipe (r, w) whose reader waits on ch,
+// checks the wait returned nil, and reads the byte back.
+func wakeByByte(t testing.TB, ch <-chan error, r, w int) {
+	t.Helper()
+	_, err := unix.Write(w, []byte("x"))
+	require.NoError(t, err)
+	require.NoError(t, recvErr(t, ch))
+	var b [1]byte
+	_, err = unix.Read(r, b[:])
+	require.NoError(t, err)
 }
