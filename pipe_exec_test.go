@@ -113,6 +113,26 @@ func startChild(t *testing.T, mode string, stdin bool) (cmd *exec.Cmd, in, out *
 	return cmd, in, out
 }
 
+// childPipes is a child in mode, not yet started, with its stdout and
+// stderr (and its stdin, if stdin) on gatenet pipes, closed when the test
+// ends; the test gets leak checks and a watchdog, as with startChild.
+func childPipes(t *testing.T, mode string, stdin bool) (cmd *exec.Cmd, in, out, errs *gatenet.File) {
+	t.Helper()
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	cmd = child(mode)
+	pipe := func(f func(*exec.Cmd) (*gatenet.File, error)) *gatenet.File {
+		p, err := f(cmd)
+		require.NoError(t, err)
+		t.Cleanup(func() { p.Close() })
+		return p
+	}
+	if stdin {
+		in = pipe(gatenet.StdinPipe)
+	}
+	return cmd, in, pipe(gatenet.StdoutPipe), pipe(gatenet.StderrPipe)
+}
+
 // TestProcessPipesSize: a process pipe has Pipe's default buffer.
 func TestProcessPipesSize(t *testing.T) {
 	_, _, out := startChild(t, "silent", false)
@@ -134,23 +154,12 @@ func TestStdoutPipeDeadline(t *testing.T) {
 // TestProcessPipesNames: each pipe is named after its stream, in Name and
 // in its errors, where os/exec's stdout and stderr are both "|0".
 func TestProcessPipesNames(t *testing.T) {
-	testutil.CheckLeaks(t)
-	testutil.Watchdog(t, 2*time.Minute)
-	cmd := child("write:0") // exits at once, reading nothing
-	in, err := gatenet.StdinPipe(cmd)
-	require.NoError(t, err)
-	defer in.Close()
-	out, err := gatenet.StdoutPipe(cmd)
-	require.NoError(t, err)
-	defer out.Close()
-	errs, err := gatenet.StderrPipe(cmd)
-	require.NoError(t, err)
-	defer errs.Close()
+	cmd, in, out, errs := childPipes(t, "write:0", true) // exits at once, reading nothing
 	require.Equal(t, []string{"|stdin", "|stdout", "|stderr"}, []string{in.Name(), out.Name(), errs.Name()})
 	require.NoError(t, cmd.Start())
 	require.NoError(t, cmd.Wait())
 
-	_, err = in.Write([]byte("x"))
+	_, err := in.Write([]byte("x"))
 	requirePathError(t, err, "write", "|stdin", syscall.EPIPE)
 	_, err = io.ReadAll(errs)
 	require.NoError(t, err)
@@ -163,18 +172,7 @@ func TestProcessPipesNames(t *testing.T) {
 // TestProcessPipesBlockingInChild: the child's ends are in blocking mode,
 // as os/exec leaves them (a child's stdio is rarely ready for EAGAIN).
 func TestProcessPipesBlockingInChild(t *testing.T) {
-	testutil.CheckLeaks(t)
-	testutil.Watchdog(t, 2*time.Minute)
-	cmd := child("nonblock")
-	in, err := gatenet.StdinPipe(cmd)
-	require.NoError(t, err)
-	defer in.Close()
-	out, err := gatenet.StdoutPipe(cmd)
-	require.NoError(t, err)
-	defer out.Close()
-	errs, err := gatenet.StderrPipe(cmd)
-	require.NoError(t, err)
-	defer errs.Close()
+	cmd, _, out, _ := childPipes(t, "nonblock", true)
 	require.NoError(t, cmd.Start())
 	got, err := io.ReadAll(out)
 	require.NoError(t, err)
@@ -314,16 +312,8 @@ func TestStdoutPipeKilledChild(t *testing.T) {
 // TestStdoutPipeAfterWait: unlike os/exec's, the pipe outlives Wait: what
 // the child wrote is read after it, byte for byte, then io.EOF.
 func TestStdoutPipeAfterWait(t *testing.T) {
-	testutil.CheckLeaks(t)
-	testutil.Watchdog(t, 2*time.Minute)
 	const n = 32 << 10 // fits the pipe: the child need not wait for a reader
-	cmd := child("write:" + strconv.Itoa(n))
-	out, err := gatenet.StdoutPipe(cmd)
-	require.NoError(t, err)
-	defer out.Close()
-	errs, err := gatenet.StderrPipe(cmd)
-	require.NoError(t, err)
-	defer errs.Close()
+	cmd, _, out, errs := childPipes(t, "write:"+strconv.Itoa(n), false)
 	require.NoError(t, cmd.Start())
 	require.NoError(t, cmd.Wait())
 	got, err := io.ReadAll(out)
