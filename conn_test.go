@@ -291,10 +291,7 @@ func TestSockConcurrentReads(t *testing.T) {
 		}
 		sockWaitParks(t, p, before)
 		// A Write on the same conn is not held up by the blocked Reads.
-		_, err := s.Write([]byte("w"))
-		require.NoError(t, err)
-		_, err = io.ReadFull(c, make([]byte, 1))
-		require.NoError(t, err)
+		sendRecv(t, s, c, "w")
 		for i := range 3 {
 			_, err := c.Write([]byte{byte('a' + i)})
 			require.NoError(t, err)

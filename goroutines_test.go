@@ -4,7 +4,6 @@ package gatenet_test
 
 import (
 	"errors"
-	"io"
 	"os"
 	"testing"
 	"time"
@@ -33,16 +32,13 @@ func TestNoGoroutineWhenIdle(t *testing.T) {
 	// A TCP round trip, a pipe read that times out and one that Close
 	// ends: the loop runs for all of it.
 	client, server := testutil.TCPPair(t)
-	_, err := client.Write([]byte("ping"))
-	require.NoError(t, err)
-	buf := make([]byte, 4)
-	_, err = io.ReadFull(server, buf)
-	require.NoError(t, err)
+	sendRecv(t, client, server, "ping")
 	require.NoError(t, client.Close())
 	require.NoError(t, server.Close())
 
 	r, w, err := gatenet.Pipe()
 	require.NoError(t, err)
+	buf := make([]byte, 4)
 	require.NoError(t, r.SetReadDeadline(time.Now().Add(10*time.Millisecond)))
 	_, err = r.Read(buf)
 	require.ErrorIs(t, err, os.ErrDeadlineExceeded)

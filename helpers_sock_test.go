@@ -229,6 +229,24 @@ func sockParity[T any](t *testing.T, scenario func(t *testing.T, s sockStack) T,
 	})
 }
 
+// sockParityStreams is sockParity once per stream network, "tcp" and
+// "unix", each in a subtest of its name, under a watchdog and leak checks;
+// the scenario and the expectations are told the network.
+func sockParityStreams[T any](t *testing.T, scenario func(t *testing.T, s sockStack, network string) T, expect func(t *testing.T, s sockStack, network string, obs T)) {
+	t.Helper()
+	testutil.Watchdog(t, 2*time.Minute)
+	testutil.CheckLeaks(t)
+	for _, network := range []string{"tcp", "unix"} {
+		t.Run(network, func(t *testing.T) {
+			var check func(t *testing.T, s sockStack, obs T)
+			if expect != nil {
+				check = func(t *testing.T, s sockStack, obs T) { expect(t, s, network, obs) }
+			}
+			sockParity(t, func(t *testing.T, s sockStack) T { return scenario(t, s, network) }, check)
+		})
+	}
+}
+
 // sockAddress is a loopback address to listen on for network: a fresh
 // path in t.TempDir() for Unix networks.
 func sockAddress(t testing.TB, network string) string {
@@ -242,6 +260,14 @@ func sockAddress(t testing.TB, network string) string {
 	}
 	t.Fatalf("no address for %q", network)
 	return ""
+}
+
+// sockAddressOr is address, or sockAddress's for network when it is empty.
+func sockAddressOr(t testing.TB, network, address string) string {
+	if address == "" {
+		return sockAddress(t, network)
+	}
+	return address
 }
 
 // sockPair is a connected pair on s: the dialed conn and the accepted one.

@@ -3,12 +3,15 @@
 package gatenet_test
 
 // Helpers every kind of test here shares: a Read or Write started on its
-// own goroutine, and the check that it is still blocked.
+// own goroutine, the check that it is still blocked, and a message sent
+// across a stream.
 
 import (
 	"io"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // ioResult is one Read's or Write's outcome.
@@ -46,4 +49,17 @@ func requireStillBlocked(t testing.TB, ch <-chan ioResult, d time.Duration, what
 		t.Fatalf("%s returned early: n=%d err=%v", what, res.N, res.Err)
 	case <-time.After(d):
 	}
+}
+
+// sendRecv writes msg to w and reads as many bytes from r (the stream's
+// other end, or w's own for an echo), failing t on an error of either; it
+// returns what r delivered.
+func sendRecv(t testing.TB, w io.Writer, r io.Reader, msg string) string {
+	t.Helper()
+	_, err := w.Write([]byte(msg))
+	require.NoError(t, err)
+	buf := make([]byte, len(msg))
+	_, err = io.ReadFull(r, buf)
+	require.NoError(t, err)
+	return string(buf)
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gatenet/gatenet"
-	"github.com/gatenet/gatenet/internal/testutil"
 )
 
 // sockListenerClosedObs is what a closed listener reports.
@@ -25,33 +24,27 @@ type sockListenerClosedObs struct {
 }
 
 func TestSockParityListenerAfterClose(t *testing.T) {
-	testutil.Watchdog(t, 2*time.Minute)
-	testutil.CheckLeaks(t)
-	for _, network := range []string{"tcp", "unix"} {
-		t.Run(network, func(t *testing.T) {
-			sockParity(t, func(t *testing.T, s sockStack) sockListenerClosedObs {
-				ln, err := s.Listen(network, sockAddress(t, network))
-				require.NoError(t, err)
-				n := &sockNames{}
-				n.add(ln.Addr(), "<L>")
-				require.NoError(t, ln.Close())
-				var o sockListenerClosedObs
-				_, err = ln.Accept()
-				o.Accept = sockObserve(err, n)
-				o.Close = sockObserve(ln.Close(), n)
-				o.SetDeadline = sockObserve(ln.(sockListener).SetDeadline(time.Now()), n)
-				return o
-			}, func(t *testing.T, s sockStack, o sockListenerClosedObs) {
-				require.Equal(t, "accept", o.Accept.Op)
-				require.True(t, o.Accept.Closed)
-				require.True(t, o.Accept.NetError)
-				require.False(t, o.Accept.Temporary, "net/http would spin on a Temporary close")
-				require.Equal(t, "<nil>", o.Accept.Source)
-				require.Equal(t, "close", o.Close.Op)
-				require.True(t, o.SetDeadline.ClosedBare, "listener SetDeadline errors are not wrapped")
-			})
-		})
-	}
+	sockParityStreams(t, func(t *testing.T, s sockStack, network string) sockListenerClosedObs {
+		ln, err := s.Listen(network, sockAddress(t, network))
+		require.NoError(t, err)
+		n := &sockNames{}
+		n.add(ln.Addr(), "<L>")
+		require.NoError(t, ln.Close())
+		var o sockListenerClosedObs
+		_, err = ln.Accept()
+		o.Accept = sockObserve(err, n)
+		o.Close = sockObserve(ln.Close(), n)
+		o.SetDeadline = sockObserve(ln.(sockListener).SetDeadline(time.Now()), n)
+		return o
+	}, func(t *testing.T, s sockStack, network string, o sockListenerClosedObs) {
+		require.Equal(t, "accept", o.Accept.Op)
+		require.True(t, o.Accept.Closed)
+		require.True(t, o.Accept.NetError)
+		require.False(t, o.Accept.Temporary, "net/http would spin on a Temporary close")
+		require.Equal(t, "<nil>", o.Accept.Source)
+		require.Equal(t, "close", o.Close.Op)
+		require.True(t, o.SetDeadline.ClosedBare, "listener SetDeadline errors are not wrapped")
+	})
 }
 
 // TestSockListenEmptyAddress: Listen("tcp", "") is the wildcard on a

@@ -36,10 +36,7 @@ func TestSockLocalAddrConnected(t *testing.T) {
 		for _, askBefore := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/%s/askBeforeClose=%v", tc.network, tc.address, askBefore), func(t *testing.T) {
 				sockParity(t, func(t *testing.T, s sockStack) localAddrObs {
-					address := tc.address
-					if address == "" {
-						address = sockAddress(t, tc.network)
-					}
+					address := sockAddressOr(t, tc.network, tc.address)
 					ln, err := s.Listen(tc.network, address)
 					require.NoError(t, err)
 					defer ln.Close()

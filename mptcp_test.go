@@ -263,10 +263,7 @@ func TestMPTCPInterop(t *testing.T) {
 				require.NoError(t, err)
 				require.True(t, using, "%T", c)
 			}
-			_, err = client.Write([]byte("x"))
-			require.NoError(t, err)
-			_, err = io.ReadFull(server, make([]byte, 1))
-			require.NoError(t, err)
+			sendRecv(t, client, server, "x")
 		})
 	}
 }

@@ -275,12 +275,7 @@ func TestSynctestNetClient(t *testing.T) {
 		}()
 		c, err := net.Dial("tcp", ln.Addr().String())
 		require.NoError(t, err)
-		_, err = c.Write([]byte("net"))
-		require.NoError(t, err)
-		buf := make([]byte, 3)
-		_, err = io.ReadFull(c, buf)
-		require.NoError(t, err)
-		require.Equal(t, "net", string(buf))
+		require.Equal(t, "net", sendRecv(t, c, c, "net"))
 		require.NoError(t, c.Close())
 		<-done
 		require.NoError(t, ln.Close())

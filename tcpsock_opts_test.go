@@ -25,29 +25,23 @@ type sockFlagsObs struct {
 }
 
 func TestSockParityFlags(t *testing.T) {
-	testutil.Watchdog(t, 2*time.Minute)
-	testutil.CheckLeaks(t)
-	for _, network := range []string{"tcp", "unix"} {
-		t.Run(network, func(t *testing.T) {
-			sockParity(t, func(t *testing.T, s sockStack) sockFlagsObs {
-				c, srv, _ := sockPair(t, s, network)
-				var o sockFlagsObs
-				o.ClientNonblock, o.ClientCloexec = sockFlags(t, c)
-				o.ServerNonblock, o.ServerCloexec = sockFlags(t, srv)
-				if network == "tcp" {
-					o.ClientNoDelay = sockOpt(t, c, unix.IPPROTO_TCP, unix.TCP_NODELAY)
-					o.ServerNoDelay = sockOpt(t, srv, unix.IPPROTO_TCP, unix.TCP_NODELAY)
-				}
-				return o
-			}, func(t *testing.T, s sockStack, o sockFlagsObs) {
-				require.True(t, o.ClientNonblock && o.ClientCloexec && o.ServerNonblock && o.ServerCloexec)
-				if network == "tcp" {
-					require.Equal(t, 1, o.ClientNoDelay)
-					require.Equal(t, 1, o.ServerNoDelay)
-				}
-			})
-		})
-	}
+	sockParityStreams(t, func(t *testing.T, s sockStack, network string) sockFlagsObs {
+		c, srv, _ := sockPair(t, s, network)
+		var o sockFlagsObs
+		o.ClientNonblock, o.ClientCloexec = sockFlags(t, c)
+		o.ServerNonblock, o.ServerCloexec = sockFlags(t, srv)
+		if network == "tcp" {
+			o.ClientNoDelay = sockOpt(t, c, unix.IPPROTO_TCP, unix.TCP_NODELAY)
+			o.ServerNoDelay = sockOpt(t, srv, unix.IPPROTO_TCP, unix.TCP_NODELAY)
+		}
+		return o
+	}, func(t *testing.T, s sockStack, network string, o sockFlagsObs) {
+		require.True(t, o.ClientNonblock && o.ClientCloexec && o.ServerNonblock && o.ServerCloexec)
+		if network == "tcp" {
+			require.Equal(t, 1, o.ClientNoDelay)
+			require.Equal(t, 1, o.ServerNoDelay)
+		}
+	})
 }
 
 // sockKeepAlive is SO_KEEPALIVE, TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT.
@@ -170,10 +164,7 @@ func TestSockParityControl(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			sockParity(t, func(t *testing.T, s sockStack) obs {
 				var o obs
-				address := tc.address
-				if address == "" {
-					address = sockAddress(t, tc.network)
-				}
+				address := sockAddressOr(t, tc.network, tc.address)
 				names := &sockNames{}
 				names.add(&net.UnixAddr{Name: address, Net: "unix"}, "<path>")
 				record := func(calls *[]sockControlCall) func(string, string, syscall.RawConn) error {
@@ -245,52 +236,46 @@ type sockFileObs struct {
 }
 
 func TestSockParityFile(t *testing.T) {
-	testutil.Watchdog(t, 2*time.Minute)
-	testutil.CheckLeaks(t)
-	for _, network := range []string{"tcp", "unix"} {
-		t.Run(network, func(t *testing.T) {
-			sockParity(t, func(t *testing.T, s sockStack) sockFileObs {
-				c, peer, ln := sockPair(t, s, network)
-				n := sockPairNames(c)
-				n.add(ln.Addr(), "<L>")
-				var o sockFileObs
-				f, err := c.(sockConn).File()
-				require.NoError(t, err)
-				o.Name = n.str(f.Name())
-				lf, err := ln.(sockListener).File()
-				require.NoError(t, err)
-				o.ListenerName = n.str(lf.Name())
-				require.NoError(t, lf.Close())
-				// Inspect the copy through its SyscallConn, which leaves
-				// O_NONBLOCK alone (Fd would not, in net).
-				o.DupNonblock, o.DupCloexec = sockFlags(t, f)
-				require.NoError(t, f.Close())
-				_, err = c.Write([]byte("x"))
-				require.NoError(t, err)
-				_, err = peer.Read(make([]byte, 1))
-				o.ConnWorksAfterFileClose = err == nil
+	sockParityStreams(t, func(t *testing.T, s sockStack, network string) sockFileObs {
+		c, peer, ln := sockPair(t, s, network)
+		n := sockPairNames(c)
+		n.add(ln.Addr(), "<L>")
+		var o sockFileObs
+		f, err := c.(sockConn).File()
+		require.NoError(t, err)
+		o.Name = n.str(f.Name())
+		lf, err := ln.(sockListener).File()
+		require.NoError(t, err)
+		o.ListenerName = n.str(lf.Name())
+		require.NoError(t, lf.Close())
+		// Inspect the copy through its SyscallConn, which leaves
+		// O_NONBLOCK alone (Fd would not, in net).
+		o.DupNonblock, o.DupCloexec = sockFlags(t, f)
+		require.NoError(t, f.Close())
+		_, err = c.Write([]byte("x"))
+		require.NoError(t, err)
+		_, err = peer.Read(make([]byte, 1))
+		o.ConnWorksAfterFileClose = err == nil
 
-				f, err = c.(sockConn).File()
-				require.NoError(t, err)
-				require.NoError(t, c.Close())
-				_, err = f.Write([]byte("y"))
-				o.FileWorksAfterConnClosed = err == nil
-				require.NoError(t, f.Close())
-				_, err = c.(sockConn).File()
-				o.ClosedErr = sockObserve(err, n)
-				return o
-			}, func(t *testing.T, s sockStack, o sockFileObs) {
-				if network == "tcp" {
-					require.Equal(t, "tcp:<L>-><R>", o.Name)
-				}
-				require.True(t, o.DupCloexec)
-				require.True(t, o.ConnWorksAfterFileClose)
-				require.True(t, o.FileWorksAfterConnClosed)
-				require.Equal(t, "file", o.ClosedErr.Op)
-				require.True(t, o.ClosedErr.Closed)
-			})
-		})
-	}
+		f, err = c.(sockConn).File()
+		require.NoError(t, err)
+		require.NoError(t, c.Close())
+		_, err = f.Write([]byte("y"))
+		o.FileWorksAfterConnClosed = err == nil
+		require.NoError(t, f.Close())
+		_, err = c.(sockConn).File()
+		o.ClosedErr = sockObserve(err, n)
+		return o
+	}, func(t *testing.T, s sockStack, network string, o sockFileObs) {
+		if network == "tcp" {
+			require.Equal(t, "tcp:<L>-><R>", o.Name)
+		}
+		require.True(t, o.DupCloexec)
+		require.True(t, o.ConnWorksAfterFileClose)
+		require.True(t, o.FileWorksAfterConnClosed)
+		require.Equal(t, "file", o.ClosedErr.Op)
+		require.True(t, o.ClosedErr.Closed)
+	})
 }
 
 // TestSockFileFd asserts the documented difference of File().Fd(): net's
@@ -336,89 +321,83 @@ type sockRawObs struct {
 }
 
 func TestSockParityRawConn(t *testing.T) {
-	testutil.Watchdog(t, 2*time.Minute)
-	testutil.CheckLeaks(t)
-	for _, network := range []string{"tcp", "unix"} {
-		t.Run(network, func(t *testing.T) {
-			sockParity(t, func(t *testing.T, s sockStack) sockRawObs {
-				var o sockRawObs
-				c, peer, ln := sockPair(t, s, network)
-				n := sockPairNames(c)
-				n.add(ln.Addr(), "<Ln>")
-				rc, err := c.(sockConn).SyscallConn()
-				require.NoError(t, err)
+	sockParityStreams(t, func(t *testing.T, s sockStack, network string) sockRawObs {
+		var o sockRawObs
+		c, peer, ln := sockPair(t, s, network)
+		n := sockPairNames(c)
+		n.add(ln.Addr(), "<Ln>")
+		rc, err := c.(sockConn).SyscallConn()
+		require.NoError(t, err)
 
-				// Read: f returns false until the peer's data arrives.
-				calls := 0
-				buf := make([]byte, 16)
-				var got int
-				refused := make(chan struct{}, 1) // f has returned false once
-				wrote := make(chan error, 1)
-				go func() {
-					<-refused
-					_, err := peer.Write([]byte("raw"))
-					wrote <- err
-				}()
-				err = rc.Read(func(fd uintptr) bool {
-					calls++
-					nr, err := unix.Read(int(fd), buf)
-					if err == unix.EAGAIN {
-						select {
-						case refused <- struct{}{}:
-						default:
-						}
-						return false
-					}
-					got = nr
-					return true
-				})
-				require.NoError(t, err)
-				require.NoError(t, <-wrote)
-				o.WaitedCalls, o.Data = calls > 1, string(buf[:got])
-
-				// A deadline interrupts the wait.
-				require.NoError(t, c.SetReadDeadline(time.Now().Add(20*time.Millisecond)))
-				o.DeadlineErr = sockObserve(rc.Read(func(uintptr) bool { return false }), n)
-
-				lrc, err := ln.(sockListener).SyscallConn()
-				require.NoError(t, err)
-				o.LnRead = sockObserve(lrc.Read(func(uintptr) bool { return true }), n)
-				o.LnWrite = sockObserve(lrc.Write(func(uintptr) bool { return true }), n)
-				o.LnControl = sockObserve(lrc.Control(func(uintptr) {}), n)
-
-				// Close interrupts a waiting RawConn.Read.
-				require.NoError(t, c.SetReadDeadline(time.Time{}))
-				rawDone := make(chan error, 1)
-				go func() { rawDone <- rc.Read(func(uintptr) bool { return false }) }()
-				time.Sleep(20 * time.Millisecond)
-				require.NoError(t, c.Close())
-				o.CloseInterrupt = sockObserve(<-rawDone, n)
-
-				rc, err = c.(sockConn).SyscallConn()
-				o.AfterCloseErr = sockObserve(err, n)
-				o.Control = sockObserve(rc.Control(func(uintptr) {}), n)
-				o.RawRead = sockObserve(rc.Read(func(uintptr) bool { return true }), n)
-				o.RawWrite = sockObserve(rc.Write(func(uintptr) bool { return true }), n)
-				require.NoError(t, ln.Close())
-				o.LnControlAfterClose = sockObserve(lrc.Control(func(uintptr) {}), n)
-				_, err = ln.(sockListener).SyscallConn()
-				o.LnSCAfterClose = sockObserve(err, n)
-				return o
-			}, func(t *testing.T, s sockStack, o sockRawObs) {
-				require.True(t, o.WaitedCalls)
-				require.Equal(t, "raw", o.Data)
-				require.Equal(t, "raw-read", o.DeadlineErr.Op)
-				require.True(t, o.DeadlineErr.Deadline)
-				require.Equal(t, "raw-read", o.CloseInterrupt.Op)
-				require.True(t, o.CloseInterrupt.Closed)
-				require.True(t, o.AfterCloseErr.Nil, "SyscallConn succeeds after Close")
-				require.Equal(t, "raw-control", o.Control.Op)
-				require.True(t, o.Control.Closed)
-				require.Equal(t, "<nil>", o.Control.Source)
-				require.True(t, o.LnRead.EINVALBare)
-				require.True(t, o.LnWrite.EINVALBare)
-				require.True(t, o.LnControl.Nil)
-			})
+		// Read: f returns false until the peer's data arrives.
+		calls := 0
+		buf := make([]byte, 16)
+		var got int
+		refused := make(chan struct{}, 1) // f has returned false once
+		wrote := make(chan error, 1)
+		go func() {
+			<-refused
+			_, err := peer.Write([]byte("raw"))
+			wrote <- err
+		}()
+		err = rc.Read(func(fd uintptr) bool {
+			calls++
+			nr, err := unix.Read(int(fd), buf)
+			if err == unix.EAGAIN {
+				select {
+				case refused <- struct{}{}:
+				default:
+				}
+				return false
+			}
+			got = nr
+			return true
 		})
-	}
+		require.NoError(t, err)
+		require.NoError(t, <-wrote)
+		o.WaitedCalls, o.Data = calls > 1, string(buf[:got])
+
+		// A deadline interrupts the wait.
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(20*time.Millisecond)))
+		o.DeadlineErr = sockObserve(rc.Read(func(uintptr) bool { return false }), n)
+
+		lrc, err := ln.(sockListener).SyscallConn()
+		require.NoError(t, err)
+		o.LnRead = sockObserve(lrc.Read(func(uintptr) bool { return true }), n)
+		o.LnWrite = sockObserve(lrc.Write(func(uintptr) bool { return true }), n)
+		o.LnControl = sockObserve(lrc.Control(func(uintptr) {}), n)
+
+		// Close interrupts a waiting RawConn.Read.
+		require.NoError(t, c.SetReadDeadline(time.Time{}))
+		rawDone := make(chan error, 1)
+		go func() { rawDone <- rc.Read(func(uintptr) bool { return false }) }()
+		time.Sleep(20 * time.Millisecond)
+		require.NoError(t, c.Close())
+		o.CloseInterrupt = sockObserve(<-rawDone, n)
+
+		rc, err = c.(sockConn).SyscallConn()
+		o.AfterCloseErr = sockObserve(err, n)
+		o.Control = sockObserve(rc.Control(func(uintptr) {}), n)
+		o.RawRead = sockObserve(rc.Read(func(uintptr) bool { return true }), n)
+		o.RawWrite = sockObserve(rc.Write(func(uintptr) bool { return true }), n)
+		require.NoError(t, ln.Close())
+		o.LnControlAfterClose = sockObserve(lrc.Control(func(uintptr) {}), n)
+		_, err = ln.(sockListener).SyscallConn()
+		o.LnSCAfterClose = sockObserve(err, n)
+		return o
+	}, func(t *testing.T, s sockStack, network string, o sockRawObs) {
+		require.True(t, o.WaitedCalls)
+		require.Equal(t, "raw", o.Data)
+		require.Equal(t, "raw-read", o.DeadlineErr.Op)
+		require.True(t, o.DeadlineErr.Deadline)
+		require.Equal(t, "raw-read", o.CloseInterrupt.Op)
+		require.True(t, o.CloseInterrupt.Closed)
+		require.True(t, o.AfterCloseErr.Nil, "SyscallConn succeeds after Close")
+		require.Equal(t, "raw-control", o.Control.Op)
+		require.True(t, o.Control.Closed)
+		require.Equal(t, "<nil>", o.Control.Source)
+		require.True(t, o.LnRead.EINVALBare)
+		require.True(t, o.LnWrite.EINVALBare)
+		require.True(t, o.LnControl.Nil)
+	})
 }

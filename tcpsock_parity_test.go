@@ -8,7 +8,6 @@ package gatenet_test
 // socket options, File and RawConn.
 
 import (
-	"io"
 	"net"
 	"testing"
 	"time"
@@ -87,56 +86,50 @@ type sockClosedObs struct {
 }
 
 func TestSockParityAfterClose(t *testing.T) {
-	testutil.Watchdog(t, 2*time.Minute)
-	testutil.CheckLeaks(t)
-	for _, network := range []string{"tcp", "unix"} {
-		t.Run(network, func(t *testing.T) {
-			sockParity(t, func(t *testing.T, s sockStack) sockClosedObs {
-				c, _, _ := sockPair(t, s, network)
-				n := sockPairNames(c)
-				require.NoError(t, c.Close())
-				var o sockClosedObs
-				var err error
-				o.ReadN, err = c.Read(make([]byte, 8))
-				o.Read = sockObserve(err, n)
-				_, err = c.Read(nil)
-				o.ReadNil = sockObserve(err, n)
-				_, err = c.Write([]byte("x"))
-				o.Write = sockObserve(err, n)
-				o.Close = sockObserve(c.Close(), n)
-				o.SetDeadline = sockObserve(c.SetDeadline(time.Now()), n)
-				o.SetReadDeadline = sockObserve(c.SetReadDeadline(time.Now()), n)
-				o.SetWriteDeadline = sockObserve(c.SetWriteDeadline(time.Now()), n)
-				sc := c.(sockConn)
-				o.SetReadBuffer = sockObserve(sc.SetReadBuffer(4096), n)
-				o.SetWriteBuffer = sockObserve(sc.SetWriteBuffer(4096), n)
-				o.CloseRead = sockObserve(sc.CloseRead(), n)
-				o.CloseWrite = sockObserve(sc.CloseWrite(), n)
-				if tc, ok := c.(sockTCPConn); ok {
-					o.SetLinger = sockObserve(tc.SetLinger(0), n)
-					o.SetNoDelay = sockObserve(tc.SetNoDelay(false), n)
-					o.SetKeepAlive = sockObserve(tc.SetKeepAlive(false), n)
-				}
-				return o
-			}, func(t *testing.T, s sockStack, o sockClosedObs) {
-				for _, e := range []sockErrObs{o.Read, o.ReadNil, o.Write, o.Close, o.SetDeadline, o.SetReadBuffer, o.CloseWrite} {
-					require.True(t, e.Closed, "%+v", e)
-				}
-				require.Equal(t, "read", o.Read.Op)
-				require.Equal(t, "close", o.Close.Op)
-				if network == "tcp" {
-					require.Equal(t, "*net.TCPAddr <L>", o.Read.Source)
-				} else {
-					require.Equal(t, "*net.UnixAddr @", o.Read.Source) // unnamed
-				}
-				// SetDeadline after Close: Op "set", Source nil, Addr laddr.
-				require.Equal(t, "set", o.SetDeadline.Op)
-				require.Equal(t, "<nil>", o.SetDeadline.Source)
-				require.Equal(t, o.Read.Source, o.SetDeadline.Addr)
-				require.Zero(t, o.ReadN)
-			})
-		})
-	}
+	sockParityStreams(t, func(t *testing.T, s sockStack, network string) sockClosedObs {
+		c, _, _ := sockPair(t, s, network)
+		n := sockPairNames(c)
+		require.NoError(t, c.Close())
+		var o sockClosedObs
+		var err error
+		o.ReadN, err = c.Read(make([]byte, 8))
+		o.Read = sockObserve(err, n)
+		_, err = c.Read(nil)
+		o.ReadNil = sockObserve(err, n)
+		_, err = c.Write([]byte("x"))
+		o.Write = sockObserve(err, n)
+		o.Close = sockObserve(c.Close(), n)
+		o.SetDeadline = sockObserve(c.SetDeadline(time.Now()), n)
+		o.SetReadDeadline = sockObserve(c.SetReadDeadline(time.Now()), n)
+		o.SetWriteDeadline = sockObserve(c.SetWriteDeadline(time.Now()), n)
+		sc := c.(sockConn)
+		o.SetReadBuffer = sockObserve(sc.SetReadBuffer(4096), n)
+		o.SetWriteBuffer = sockObserve(sc.SetWriteBuffer(4096), n)
+		o.CloseRead = sockObserve(sc.CloseRead(), n)
+		o.CloseWrite = sockObserve(sc.CloseWrite(), n)
+		if tc, ok := c.(sockTCPConn); ok {
+			o.SetLinger = sockObserve(tc.SetLinger(0), n)
+			o.SetNoDelay = sockObserve(tc.SetNoDelay(false), n)
+			o.SetKeepAlive = sockObserve(tc.SetKeepAlive(false), n)
+		}
+		return o
+	}, func(t *testing.T, s sockStack, network string, o sockClosedObs) {
+		for _, e := range []sockErrObs{o.Read, o.ReadNil, o.Write, o.Close, o.SetDeadline, o.SetReadBuffer, o.CloseWrite} {
+			require.True(t, e.Closed, "%+v", e)
+		}
+		require.Equal(t, "read", o.Read.Op)
+		require.Equal(t, "close", o.Close.Op)
+		if network == "tcp" {
+			require.Equal(t, "*net.TCPAddr <L>", o.Read.Source)
+		} else {
+			require.Equal(t, "*net.UnixAddr @", o.Read.Source) // unnamed
+		}
+		// SetDeadline after Close: Op "set", Source nil, Addr laddr.
+		require.Equal(t, "set", o.SetDeadline.Op)
+		require.Equal(t, "<nil>", o.SetDeadline.Source)
+		require.Equal(t, o.Read.Source, o.SetDeadline.Addr)
+		require.Zero(t, o.ReadN)
+	})
 }
 
 func TestSockParityAcceptPastDeadline(t *testing.T) {
@@ -174,76 +167,65 @@ type sockDeadlineObs struct {
 }
 
 func TestSockParityDeadlines(t *testing.T) {
-	testutil.Watchdog(t, 2*time.Minute)
-	testutil.CheckLeaks(t)
-	for _, network := range []string{"tcp", "unix"} {
-		t.Run(network, func(t *testing.T) {
-			sockParity(t, func(t *testing.T, s sockStack) sockDeadlineObs {
-				c, peer, _ := sockPair(t, s, network)
-				n := sockPairNames(c)
-				var o sockDeadlineObs
-				const d = 20 * time.Millisecond
-				start := time.Now()
-				require.NoError(t, c.SetReadDeadline(start.Add(d)))
-				var err error
-				o.ReadN, err = c.Read(make([]byte, 8))
-				require.GreaterOrEqual(t, time.Since(start), d, "read timed out early")
-				o.Read = sockObserve(err, n)
+	sockParityStreams(t, func(t *testing.T, s sockStack, network string) sockDeadlineObs {
+		c, peer, _ := sockPair(t, s, network)
+		n := sockPairNames(c)
+		var o sockDeadlineObs
+		const d = 20 * time.Millisecond
+		start := time.Now()
+		require.NoError(t, c.SetReadDeadline(start.Add(d)))
+		var err error
+		o.ReadN, err = c.Read(make([]byte, 8))
+		require.GreaterOrEqual(t, time.Since(start), d, "read timed out early")
+		o.Read = sockObserve(err, n)
 
-				// Zero-length Reads skip the deadline; a zero-length Write does not.
-				require.NoError(t, c.SetReadDeadline(time.Now().Add(-time.Second)))
-				o.ReadNilN, err = c.Read(nil)
-				o.ReadNil = sockObserve(err, n)
-				o.ReadEmptyN, err = c.Read([]byte{})
-				o.ReadEmpty = sockObserve(err, n)
-				require.NoError(t, c.SetWriteDeadline(time.Now().Add(-time.Second)))
-				o.WriteNilN, err = c.Write(nil)
-				o.WriteNil = sockObserve(err, n)
+		// Zero-length Reads skip the deadline; a zero-length Write does not.
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(-time.Second)))
+		o.ReadNilN, err = c.Read(nil)
+		o.ReadNil = sockObserve(err, n)
+		o.ReadEmptyN, err = c.Read([]byte{})
+		o.ReadEmpty = sockObserve(err, n)
+		require.NoError(t, c.SetWriteDeadline(time.Now().Add(-time.Second)))
+		o.WriteNilN, err = c.Write(nil)
+		o.WriteNil = sockObserve(err, n)
 
-				// A 64 MiB Write to a peer that does not read times out part-way.
-				// If the goroutine is descheduled for the whole 100 ms
-				// before Write starts (a loaded machine), the deadline has
-				// passed and n is 0: try again, a bounded number of times.
-				big := make([]byte, 64<<20)
-				var nw int
-				for try := 0; try < 5 && nw == 0; try++ {
-					require.NoError(t, c.SetWriteDeadline(time.Now().Add(100*time.Millisecond)))
-					nw, err = c.Write(big)
-				}
-				o.BigWrite = sockObserve(err, n)
-				// On a Unix socket the kernel sometimes refuses even the
-				// first chunk of so large a write (EAGAIN on an empty
-				// socket; seen with net and gatenet alike), so only TCP's
-				// partial count is compared.
-				o.BigWritePartial = nw > 0 && nw < len(big) || network != "tcp"
+		// A 64 MiB Write to a peer that does not read times out part-way.
+		// If the goroutine is descheduled for the whole 100 ms
+		// before Write starts (a loaded machine), the deadline has
+		// passed and n is 0: try again, a bounded number of times.
+		big := make([]byte, 64<<20)
+		var nw int
+		for try := 0; try < 5 && nw == 0; try++ {
+			require.NoError(t, c.SetWriteDeadline(time.Now().Add(100*time.Millisecond)))
+			nw, err = c.Write(big)
+		}
+		o.BigWrite = sockObserve(err, n)
+		// On a Unix socket the kernel sometimes refuses even the
+		// first chunk of so large a write (EAGAIN on an empty
+		// socket; seen with net and gatenet alike), so only TCP's
+		// partial count is compared.
+		o.BigWritePartial = nw > 0 && nw < len(big) || network != "tcp"
 
-				// Clearing the read deadline makes the conn usable again.
-				require.NoError(t, c.SetReadDeadline(time.Time{}))
-				_, err = peer.Write([]byte("after"))
-				require.NoError(t, err)
-				buf := make([]byte, 5)
-				_, err = io.ReadFull(c, buf)
-				require.NoError(t, err)
-				o.Payload = string(buf)
-				return o
-			}, func(t *testing.T, s sockStack, o sockDeadlineObs) {
-				require.Equal(t, "read", o.Read.Op)
-				require.True(t, o.Read.Deadline)
-				require.True(t, o.Read.NetError, "direct net.Error assertion")
-				require.True(t, o.Read.Timeout)
-				require.True(t, o.Read.Temporary)
-				require.Zero(t, o.ReadN)
-				require.True(t, o.ReadNil.Nil)
-				require.True(t, o.ReadEmpty.Nil)
-				require.Zero(t, o.ReadNilN)
-				require.True(t, o.WriteNil.Deadline)
-				require.Equal(t, "write", o.WriteNil.Op)
-				require.True(t, o.BigWrite.Deadline)
-				require.True(t, o.BigWritePartial)
-				require.Equal(t, "after", o.Payload)
-			})
-		})
-	}
+		// Clearing the read deadline makes the conn usable again.
+		require.NoError(t, c.SetReadDeadline(time.Time{}))
+		o.Payload = sendRecv(t, peer, c, "after")
+		return o
+	}, func(t *testing.T, s sockStack, network string, o sockDeadlineObs) {
+		require.Equal(t, "read", o.Read.Op)
+		require.True(t, o.Read.Deadline)
+		require.True(t, o.Read.NetError, "direct net.Error assertion")
+		require.True(t, o.Read.Timeout)
+		require.True(t, o.Read.Temporary)
+		require.Zero(t, o.ReadN)
+		require.True(t, o.ReadNil.Nil)
+		require.True(t, o.ReadEmpty.Nil)
+		require.Zero(t, o.ReadNilN)
+		require.True(t, o.WriteNil.Deadline)
+		require.Equal(t, "write", o.WriteNil.Op)
+		require.True(t, o.BigWrite.Deadline)
+		require.True(t, o.BigWritePartial)
+		require.Equal(t, "after", o.Payload)
+	})
 }
 
 // sockShutdownObs is what CloseWrite and CloseRead do to both ends.
@@ -257,43 +239,32 @@ type sockShutdownObs struct {
 }
 
 func TestSockParityShutdown(t *testing.T) {
-	testutil.Watchdog(t, 2*time.Minute)
-	testutil.CheckLeaks(t)
-	for _, network := range []string{"tcp", "unix"} {
-		t.Run(network, func(t *testing.T) {
-			sockParity(t, func(t *testing.T, s sockStack) sockShutdownObs {
-				var o sockShutdownObs
-				c, peer, _ := sockPair(t, s, network)
-				n := sockPairNames(c)
-				require.NoError(t, c.(sockConn).CloseWrite())
-				_, err := peer.Read(make([]byte, 8))
-				o.PeerRead = sockObserve(err, sockPairNames(peer))
-				_, err = peer.Write([]byte("pong"))
-				require.NoError(t, err)
-				buf := make([]byte, 4)
-				_, err = io.ReadFull(c, buf)
-				require.NoError(t, err)
-				o.Reverse = string(buf)
-				_, err = c.Write([]byte("x"))
-				o.WriteAfterCW = sockObserve(err, n)
+	sockParityStreams(t, func(t *testing.T, s sockStack, network string) sockShutdownObs {
+		var o sockShutdownObs
+		c, peer, _ := sockPair(t, s, network)
+		n := sockPairNames(c)
+		require.NoError(t, c.(sockConn).CloseWrite())
+		_, err := peer.Read(make([]byte, 8))
+		o.PeerRead = sockObserve(err, sockPairNames(peer))
+		o.Reverse = sendRecv(t, peer, c, "pong")
+		_, err = c.Write([]byte("x"))
+		o.WriteAfterCW = sockObserve(err, n)
 
-				c2, peer2 := sockConnectSame(t, s, c, peer)
-				require.NoError(t, c2.(sockConn).CloseRead())
-				o.ReadAfterCRN, err = c2.Read(make([]byte, 8))
-				o.ReadAfterCR = sockObserve(err, sockPairNames(c2))
-				_, err = peer2.Write([]byte("ignored"))
-				o.PeerWriteAfter = sockObserve(err, sockPairNames(peer2))
-				return o
-			}, func(t *testing.T, s sockStack, o sockShutdownObs) {
-				require.True(t, o.PeerRead.EOF, "the peer reads a bare io.EOF")
-				require.Equal(t, "pong", o.Reverse)
-				require.Equal(t, "EPIPE", o.WriteAfterCW.Errno)
-				require.Equal(t, "write", o.WriteAfterCW.Syscall)
-				require.True(t, o.ReadAfterCR.EOF)
-				require.Zero(t, o.ReadAfterCRN)
-			})
-		})
-	}
+		c2, peer2 := sockConnectSame(t, s, c, peer)
+		require.NoError(t, c2.(sockConn).CloseRead())
+		o.ReadAfterCRN, err = c2.Read(make([]byte, 8))
+		o.ReadAfterCR = sockObserve(err, sockPairNames(c2))
+		_, err = peer2.Write([]byte("ignored"))
+		o.PeerWriteAfter = sockObserve(err, sockPairNames(peer2))
+		return o
+	}, func(t *testing.T, s sockStack, network string, o sockShutdownObs) {
+		require.True(t, o.PeerRead.EOF, "the peer reads a bare io.EOF")
+		require.Equal(t, "pong", o.Reverse)
+		require.Equal(t, "EPIPE", o.WriteAfterCW.Errno)
+		require.Equal(t, "write", o.WriteAfterCW.Syscall)
+		require.True(t, o.ReadAfterCR.EOF)
+		require.Zero(t, o.ReadAfterCRN)
+	})
 }
 
 // sockConnectSame makes another pair like (c, peer) on s.
@@ -369,10 +340,7 @@ func TestSockParityAddresses(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sockParity(t, func(t *testing.T, s sockStack) sockAddrObs {
-				address := tc.address
-				if address == "" {
-					address = sockAddress(t, tc.network)
-				}
+				address := sockAddressOr(t, tc.network, tc.address)
 				ln, err := s.Listen(tc.network, address)
 				require.NoError(t, err)
 				defer ln.Close()

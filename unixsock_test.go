@@ -6,7 +6,6 @@ package gatenet_test
 
 import (
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -73,21 +72,12 @@ func TestSockFileRoundTrip(t *testing.T) {
 			nb, cloexec := sockFlags(t, fc)
 			require.True(t, nb && cloexec)
 
-			_, err = fc.Write([]byte("via-copy"))
-			require.NoError(t, err)
-			buf := make([]byte, 8)
-			_, err = io.ReadFull(srv, buf)
-			require.NoError(t, err)
-			require.Equal(t, "via-copy", string(buf))
+			require.Equal(t, "via-copy", sendRecv(t, fc, srv, "via-copy"))
 
 			// Closing the File and the original leaves the FileConn working.
 			require.NoError(t, f.Close())
 			require.NoError(t, c.Close())
-			_, err = srv.Write([]byte("back"))
-			require.NoError(t, err)
-			_, err = io.ReadFull(fc, buf[:4])
-			require.NoError(t, err)
-			require.Equal(t, "back", string(buf[:4]))
+			require.Equal(t, "back", sendRecv(t, srv, fc, "back"))
 			require.NoError(t, fc.Close())
 
 			// The net listener still works after its gatenet copy closes.
@@ -203,14 +193,10 @@ func TestSockParityAbstract(t *testing.T) {
 		names := &sockNames{}
 		names.add(&net.UnixAddr{Name: name, Net: "unix"}, "@<name>")
 		c, srv := sockConnect(t, s, ln, sockDialOpts{})
-		_, err = c.Write([]byte("abs"))
-		require.NoError(t, err)
-		buf := make([]byte, 3)
-		_, err = io.ReadFull(srv, buf)
-		require.NoError(t, err)
+		data := sendRecv(t, c, srv, "abs")
 		o := obs{
 			Listener: names.addr(ln.Addr()), Client: names.addr(c.LocalAddr()), ClientPeer: names.addr(c.RemoteAddr()),
-			Server: names.addr(srv.LocalAddr()), ServerPeer: names.addr(srv.RemoteAddr()), Data: string(buf),
+			Server: names.addr(srv.LocalAddr()), ServerPeer: names.addr(srv.RemoteAddr()), Data: data,
 		}
 		require.Equal(t, name, ln.Addr().String())
 
