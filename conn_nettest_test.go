@@ -33,29 +33,12 @@ func sockNettestPipe(network, address string, acceptedFirst, mptcp bool) nettest
 			return nil, nil, nil, err
 		}
 		defer ln.Close()
-		type accepted struct {
-			c   net.Conn
-			err error
-		}
-		ch := make(chan accepted, 1)
-		go func() {
-			c, err := ln.Accept()
-			ch <- accepted{c, err}
-		}()
-		dialed, err := d.Dial(ln.Addr().Network(), ln.Addr().String())
+		c1, c2, err = testutil.Connect(ln, func() (net.Conn, error) {
+			return d.Dial(ln.Addr().Network(), ln.Addr().String())
+		})
 		if err != nil {
-			ln.Close() // unblocks the Accept
-			if a := <-ch; a.c != nil {
-				a.c.Close()
-			}
 			return nil, nil, nil, err
 		}
-		a := <-ch
-		if a.err != nil {
-			dialed.Close()
-			return nil, nil, nil, a.err
-		}
-		c1, c2 = dialed, a.c
 		if acceptedFirst {
 			c1, c2 = c2, c1
 		}

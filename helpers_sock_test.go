@@ -291,28 +291,15 @@ func sockConnect(t testing.TB, s sockStack, ln net.Listener, o sockDialOpts) (cl
 // name, say) instead of ln's own address.
 func sockConnectTo(t testing.TB, s sockStack, ln net.Listener, o sockDialOpts, address string) (client, server net.Conn) {
 	t.Helper()
-	type accepted struct {
-		c   net.Conn
-		err error
-	}
-	ch := make(chan accepted, 1)
-	go func() {
-		c, err := ln.Accept()
-		ch <- accepted{c, err}
-	}()
-	client, err := s.DialWith(context.Background(), o, ln.Addr().Network(), address)
-	if err != nil {
-		ln.Close()
-		if a := <-ch; a.c != nil {
-			a.c.Close()
-		}
-		require.NoError(t, err)
-	}
-	t.Cleanup(func() { client.Close() })
-	a := <-ch
-	require.NoError(t, a.err)
-	t.Cleanup(func() { a.c.Close() })
-	return client, a.c
+	client, server, err := testutil.Connect(ln, func() (net.Conn, error) {
+		return s.DialWith(context.Background(), o, ln.Addr().Network(), address)
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		client.Close()
+		server.Close()
+	})
+	return client, server
 }
 
 // sockNames turns addresses into symbols (and any other loopback port into

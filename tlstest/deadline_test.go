@@ -76,55 +76,48 @@ func TestHandshakeDeadline(t *testing.T) {
 	testutil.Watchdog(t, 5*time.Minute)
 	for _, mode := range []string{"SetDeadline", "HandshakeContext"} {
 		t.Run(mode, func(t *testing.T) {
-			obs := make(map[string]handshakeDeadlineObs)
-			for _, st := range stacks {
-				t.Run(st.name, func(t *testing.T) {
-					testutil.CheckLeaks(t)
-					ln, err := st.listen(context.Background(), "tcp", "127.0.0.1:0")
-					require.NoError(t, err)
-					defer ln.Close()
-					accepted := make(chan net.Conn, 1)
-					go func() {
-						c, _ := ln.Accept()
-						accepted <- c // held, never answered
-					}()
-					baseline := testutil.OpenFDs(t)
-					raw, err := st.dial(context.Background(), "tcp", ln.Addr().String())
-					require.NoError(t, err)
-					peer := recv(t, accepted, "accepted conn")
-					require.NotNil(t, peer)
-					c := tls.Client(raw, &tls.Config{RootCAs: tlstest.DefaultCA().Pool(), ServerName: "127.0.0.1"})
-					switch mode {
-					case "SetDeadline":
-						raw.SetDeadline(time.Now().Add(50 * time.Millisecond))
-						err = c.Handshake()
-					case "HandshakeContext":
-						ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-						err = c.HandshakeContext(ctx)
-						cancel()
+			stackParity(t, func(t *testing.T, st stack) handshakeDeadlineObs {
+				ln, err := st.listen(context.Background(), "tcp", "127.0.0.1:0")
+				require.NoError(t, err)
+				defer ln.Close()
+				accepted := make(chan net.Conn, 1)
+				go func() {
+					c, _ := ln.Accept()
+					accepted <- c // held, never answered
+				}()
+				baseline := testutil.OpenFDs(t)
+				raw, err := st.dial(context.Background(), "tcp", ln.Addr().String())
+				require.NoError(t, err)
+				peer := recv(t, accepted, "accepted conn")
+				require.NotNil(t, peer)
+				c := tls.Client(raw, &tls.Config{RootCAs: tlstest.DefaultCA().Pool(), ServerName: "127.0.0.1"})
+				switch mode {
+				case "SetDeadline":
+					raw.SetDeadline(time.Now().Add(50 * time.Millisecond))
+					err = c.Handshake()
+				case "HandshakeContext":
+					ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+					err = c.HandshakeContext(ctx)
+					cancel()
+				}
+				if !isTimeout(err) {
+					t.Errorf("handshake error %v is not a timeout", err)
+				}
+				o := handshakeDeadlineObs{Err: describeErr(err)}
+				// HandshakeContext's Close runs in a context.AfterFunc
+				// goroutine: give it time to finish. Nothing closes the
+				// conn after a deadline timeout: look once.
+				for wait := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+					if o.FreedBeforeClose = testutil.OpenFDs(t) == baseline+1; o.FreedBeforeClose || mode == "SetDeadline" || time.Now().After(wait) {
+						break
 					}
-					if !isTimeout(err) {
-						t.Errorf("handshake error %v is not a timeout", err)
-					}
-					o := handshakeDeadlineObs{Err: describeErr(err)}
-					// HandshakeContext's Close runs in a context.AfterFunc
-					// goroutine: give it time to finish. Nothing closes the
-					// conn after a deadline timeout: look once.
-					for wait := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-						if o.FreedBeforeClose = testutil.OpenFDs(t) == baseline+1; o.FreedBeforeClose || mode == "SetDeadline" || time.Now().After(wait) {
-							break
-						}
-					}
-					c.Close()
-					peer.Close()
-					waitFDs(t, baseline)
-					obs[st.name] = o
-					t.Logf("%+v", o)
-				})
-			}
-			if len(obs) == 2 {
-				require.Equal(t, obs["net"], obs["gatenet"], "gatenet differs from net")
-			}
+				}
+				c.Close()
+				peer.Close()
+				waitFDs(t, baseline)
+				t.Logf("%+v", o)
+				return o
+			})
 		})
 	}
 }
@@ -257,40 +250,33 @@ func TestTLSReadTimeoutSurvives(t *testing.T) {
 	testutil.Watchdog(t, 5*time.Minute)
 	for _, network := range []string{"tcp", "unix"} {
 		t.Run(network, func(t *testing.T) {
-			obs := make(map[string]readTimeoutObs)
-			for _, st := range stacks {
-				t.Run(st.name, func(t *testing.T) {
-					testutil.CheckLeaks(t)
-					c, s := tlsPairOn(t, st, network, nil, nil)
-					var o readTimeoutObs
-					buf := make([]byte, 16)
-					c.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
-					var err error
-					o.N1, err = c.Read(buf)
-					o.Err1 = describeErr(err)
-					if ne, ok := err.(net.Error); ok {
-						o.DirectNet = true
-						//lint:ignore SA1019 crypto/tls keeps a conn usable after a read error only if it is Temporary: that is what this test checks
-						o.Temporary = ne.Temporary()
-					}
-					c.SetReadDeadline(time.Time{})
-					if _, err := s.Write([]byte("hello")); err != nil {
-						t.Fatal(err)
-					}
-					c.SetReadDeadline(time.Now().Add(time.Minute)) // a hang detector
-					o.N2, err = c.Read(buf)
-					o.Data2, o.Err2 = string(buf[:o.N2]), describeErr(err)
-					t.Logf("%+v", o)
-					require.Equal(t, readTimeoutObs{N1: 0, Err1: o.Err1, DirectNet: true, Temporary: true, N2: 5, Data2: "hello", Err2: "nil"}, o)
-					if !strings.Contains(o.Err1, "DeadlineExceeded") {
-						t.Errorf("first read: %s, want a deadline timeout", o.Err1)
-					}
-					obs[st.name] = o
-				})
-			}
-			if len(obs) == 2 {
-				require.Equal(t, obs["net"], obs["gatenet"], "gatenet differs from net")
-			}
+			stackParity(t, func(t *testing.T, st stack) readTimeoutObs {
+				c, s := tlsPairOn(t, st, network, nil, nil)
+				var o readTimeoutObs
+				buf := make([]byte, 16)
+				c.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
+				var err error
+				o.N1, err = c.Read(buf)
+				o.Err1 = describeErr(err)
+				if ne, ok := err.(net.Error); ok {
+					o.DirectNet = true
+					//lint:ignore SA1019 crypto/tls keeps a conn usable after a read error only if it is Temporary: that is what this test checks
+					o.Temporary = ne.Temporary()
+				}
+				c.SetReadDeadline(time.Time{})
+				if _, err := s.Write([]byte("hello")); err != nil {
+					t.Fatal(err)
+				}
+				c.SetReadDeadline(time.Now().Add(time.Minute)) // a hang detector
+				o.N2, err = c.Read(buf)
+				o.Data2, o.Err2 = string(buf[:o.N2]), describeErr(err)
+				t.Logf("%+v", o)
+				require.Equal(t, readTimeoutObs{N1: 0, Err1: o.Err1, DirectNet: true, Temporary: true, N2: 5, Data2: "hello", Err2: "nil"}, o)
+				if !strings.Contains(o.Err1, "DeadlineExceeded") {
+					t.Errorf("first read: %s, want a deadline timeout", o.Err1)
+				}
+				return o
+			})
 		})
 	}
 }
@@ -418,35 +404,28 @@ type writeTimeoutObs struct {
 func TestTLSWriteTimeoutParity(t *testing.T) {
 	testutil.CheckLeaks(t)
 	testutil.Watchdog(t, 5*time.Minute)
-	obs := make(map[string]writeTimeoutObs)
-	for _, st := range stacks {
-		t.Run(st.name, func(t *testing.T) {
-			testutil.CheckLeaks(t)
-			c, s := tlsPairOn(t, st, "tcp", nil, nil)
-			var o writeTimeoutObs
-			c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-			n, err := c.Write(make([]byte, 64<<20)) // the peer does not read
-			o.Short, o.Err = n < 64<<20, describeErr(err)
-			c.SetWriteDeadline(time.Time{})
-			o.NextN, err = c.Write([]byte("x"))
-			o.NextErr = describeErr(err)
-			s.Write([]byte("still readable"))
-			c.SetReadDeadline(time.Now().Add(time.Minute))
-			buf := make([]byte, 64)
-			n, err = c.Read(buf)
-			o.ReadBack = string(buf[:n]) + " " + describeErr(err)
-			t.Logf("%+v", o)
-			if !o.Short || !strings.Contains(o.Err, "DeadlineExceeded") || o.NextN != 0 || o.NextErr != o.Err {
-				t.Errorf("unexpected: %+v", o)
-			}
-			obs[st.name] = o
-			// The client's send buffer is full: close its socket first, or
-			// the close_notify of its Close waits out crypto/tls's 5 s
-			// deadline.
-			c.NetConn().Close()
-		})
-	}
-	if len(obs) == 2 {
-		require.Equal(t, obs["net"], obs["gatenet"], "gatenet differs from net")
-	}
+	stackParity(t, func(t *testing.T, st stack) writeTimeoutObs {
+		c, s := tlsPairOn(t, st, "tcp", nil, nil)
+		var o writeTimeoutObs
+		c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		n, err := c.Write(make([]byte, 64<<20)) // the peer does not read
+		o.Short, o.Err = n < 64<<20, describeErr(err)
+		c.SetWriteDeadline(time.Time{})
+		o.NextN, err = c.Write([]byte("x"))
+		o.NextErr = describeErr(err)
+		s.Write([]byte("still readable"))
+		c.SetReadDeadline(time.Now().Add(time.Minute))
+		buf := make([]byte, 64)
+		n, err = c.Read(buf)
+		o.ReadBack = string(buf[:n]) + " " + describeErr(err)
+		t.Logf("%+v", o)
+		if !o.Short || !strings.Contains(o.Err, "DeadlineExceeded") || o.NextN != 0 || o.NextErr != o.Err {
+			t.Errorf("unexpected: %+v", o)
+		}
+		// The client's send buffer is full: close its socket first, or
+		// the close_notify of its Close waits out crypto/tls's 5 s
+		// deadline.
+		c.NetConn().Close()
+		return o
+	})
 }

@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/gatenet/gatenet"
 	"github.com/gatenet/gatenet/internal/testutil"
 	"github.com/gatenet/gatenet/tlstest"
@@ -123,6 +125,23 @@ var (
 	stacks = []stack{netStack, gatenetStack}
 )
 
+// stackParity runs scenario on each stack, in a subtest of the stack's
+// name with leak checks, and requires what gatenet observed to equal what
+// net did (when both ran to the end).
+func stackParity[T any](t *testing.T, scenario func(t *testing.T, st stack) T) {
+	t.Helper()
+	obs := make(map[string]T)
+	for _, st := range stacks {
+		t.Run(st.name, func(t *testing.T) {
+			testutil.CheckLeaks(t)
+			obs[st.name] = scenario(t, st)
+		})
+	}
+	if len(obs) == 2 {
+		require.Equal(t, obs["net"], obs["gatenet"], "gatenet differs from net")
+	}
+}
+
 // rawPair is a connected client and accepted server conn on s over
 // network ("tcp" on 127.0.0.1, or "unix" in t.TempDir()), closed when t
 // ends.
@@ -139,23 +158,9 @@ func rawPair(t testing.TB, s stack, network string) (c, srv net.Conn) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	ch := make(chan net.Conn, 1)
-	go func() {
-		a, _ := ln.Accept()
-		ch <- a
-	}()
-	c, err = s.dial(ctx, network, ln.Addr().String())
+	c, srv, err = testutil.Connect(ln, func() (net.Conn, error) { return s.dial(ctx, network, ln.Addr().String()) })
 	if err != nil {
-		ln.Close()
-		if a := <-ch; a != nil {
-			a.Close()
-		}
 		t.Fatal(err)
-	}
-	srv = <-ch
-	if srv == nil {
-		c.Close()
-		t.Fatal("accept failed")
 	}
 	t.Cleanup(func() {
 		c.Close()
@@ -187,23 +192,43 @@ func tlsPairOn(t testing.TB, s stack, network string, server, client *tls.Config
 		client.ServerName = map[string]string{"tcp": "127.0.0.1", "unix": "localhost"}[network]
 	}
 	rc, rs := rawPair(t, s, network)
-	c, srv = tls.Client(rc, client), tls.Server(rs, server)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	errc := make(chan error, 1)
-	go func() { errc <- srv.HandshakeContext(ctx) }()
-	cerr := c.HandshakeContext(ctx)
-	if cerr != nil {
-		rc.Close()
-	}
-	if serr := <-errc; cerr != nil || serr != nil {
-		t.Fatalf("handshake over %s: client: %v, server: %v", s.name, cerr, serr)
+	c, srv, err := handshake(ctx, rc, rs, server, client)
+	if err != nil {
+		t.Fatalf("over %s: %v", s.name, err)
 	}
 	t.Cleanup(func() {
 		c.Close()
 		srv.Close()
 	})
 	return c, srv
+}
+
+// handshake runs the client's handshake on rc and the server's on rs
+// concurrently under ctx. A side that fails closes its conn, so that the
+// other fails at once rather than at ctx's end; the error names both
+// sides' outcomes, and both conns are then closed.
+func handshake(ctx context.Context, rc, rs net.Conn, server, client *tls.Config) (c, s *tls.Conn, err error) {
+	c, s = tls.Client(rc, client), tls.Server(rs, server)
+	errc := make(chan error, 1)
+	go func() {
+		err := s.HandshakeContext(ctx)
+		if err != nil {
+			rs.Close()
+		}
+		errc <- err
+	}()
+	cerr := c.HandshakeContext(ctx)
+	if cerr != nil {
+		rc.Close()
+	}
+	if serr := <-errc; cerr != nil || serr != nil {
+		rc.Close()
+		rs.Close()
+		return nil, nil, fmt.Errorf("handshake: client: %v, server: %v", cerr, serr)
+	}
+	return c, s, nil
 }
 
 var (

@@ -215,20 +215,14 @@ func TestCloseWriteParity(t *testing.T) {
 		for _, name := range []string{"close_notify", "FIN without close_notify"} {
 			for _, v := range versions {
 				t.Run(network+"/"+name+"/"+versionName(v), func(t *testing.T) {
-					obs := make(map[string][]string)
-					for _, st := range stacks {
-						t.Run(st.name, func(t *testing.T) {
-							testutil.CheckLeaks(t)
-							client := tlstest.DefaultClientConfig()
-							client.MaxVersion = v
-							c, s := tlsPairOn(t, st, network, nil, client)
-							obs[st.name] = closeWriteScenarios[name](t, c, s)
-							t.Logf("%s:\n%s", st.name, strings.Join(obs[st.name], "\n"))
-						})
-					}
-					if len(obs) == 2 {
-						require.Equal(t, obs["net"], obs["gatenet"], "gatenet differs from net")
-					}
+					stackParity(t, func(t *testing.T, st stack) []string {
+						client := tlstest.DefaultClientConfig()
+						client.MaxVersion = v
+						c, s := tlsPairOn(t, st, network, nil, client)
+						obs := closeWriteScenarios[name](t, c, s)
+						t.Logf("%s:\n%s", st.name, strings.Join(obs, "\n"))
+						return obs
+					})
 				})
 			}
 		}
@@ -360,48 +354,17 @@ func tlsNettestPipe(t *testing.T, st stack, serverFirst bool) nettest.MakePipe {
 			return nil, nil, nil, err
 		}
 		defer ln.Close()
-		type accepted struct {
-			c   *tls.Conn
-			err error
-		}
-		ch := make(chan accepted, 1)
-		go func() {
-			raw, err := ln.Accept()
-			if err != nil {
-				ch <- accepted{nil, err}
-				return
-			}
-			s := tls.Server(raw, tlstest.DefaultServerConfig())
-			if err := s.HandshakeContext(ctx); err != nil {
-				raw.Close()
-				ch <- accepted{nil, err}
-				return
-			}
-			ch <- accepted{s, nil}
-		}()
-		raw, err := st.dial(ctx, "tcp", ln.Addr().String())
+		rc, rs, err := testutil.Connect(ln, func() (net.Conn, error) { return st.dial(ctx, "tcp", ln.Addr().String()) })
 		if err != nil {
-			ln.Close()
-			if a := <-ch; a.c != nil {
-				a.c.Close()
-			}
 			return nil, nil, nil, err
 		}
 		cfg := tlstest.DefaultClientConfig()
 		cfg.ServerName = "127.0.0.1"
-		c := tls.Client(raw, cfg)
-		cerr := c.HandshakeContext(ctx)
-		if cerr != nil {
-			raw.Close()
+		c, s, err := handshake(ctx, rc, rs, tlstest.DefaultServerConfig(), cfg)
+		if err != nil {
+			return nil, nil, nil, err
 		}
-		a := <-ch
-		if cerr != nil || a.err != nil {
-			if a.c != nil {
-				a.c.Close()
-			}
-			return nil, nil, nil, fmt.Errorf("handshake: client %v, server %v", cerr, a.err)
-		}
-		c1, c2 = c, a.c
+		c1, c2 = c, s
 		if serverFirst {
 			c1, c2 = c2, c1
 		}

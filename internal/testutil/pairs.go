@@ -33,22 +33,43 @@ func pairWith(t testing.TB, listen func(network, address string) (net.Listener, 
 		t.Fatalf("listen %s %s: %v", network, address, err)
 	}
 	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, _ := ln.Accept()
-		accepted <- c
-	}()
-	c, err := dial(network, ln.Addr().String())
+	c, s, err := Connect(ln, func() (net.Conn, error) { return dial(network, ln.Addr().String()) })
 	if err != nil {
-		t.Fatalf("dial %s %s: %v", network, ln.Addr(), err)
-	}
-	s := <-accepted
-	if s == nil {
-		c.Close()
-		t.Fatalf("accept on %s failed", ln.Addr())
+		t.Fatalf("connect to %s %s: %v", network, ln.Addr(), err)
 	}
 	t.Cleanup(func() { c.Close(); s.Close() })
 	return c, s
+}
+
+// Connect runs one Accept on ln while dial connects to it, and returns
+// the dialed conn and the accepted one. If either fails it closes ln (so
+// the Accept returns) and whichever conn was made, and returns the error:
+// it leaves nothing open and fails no test, so a nettest.MakePipe can use
+// it as well as a helper that takes a *testing.T.
+func Connect(ln net.Listener, dial func() (net.Conn, error)) (client, server net.Conn, err error) {
+	type accepted struct {
+		c   net.Conn
+		err error
+	}
+	ch := make(chan accepted, 1)
+	go func() {
+		c, err := ln.Accept()
+		ch <- accepted{c, err}
+	}()
+	client, err = dial()
+	if err != nil {
+		ln.Close()
+		if a := <-ch; a.c != nil {
+			a.c.Close()
+		}
+		return nil, nil, err
+	}
+	a := <-ch
+	if a.err != nil {
+		client.Close()
+		return nil, nil, a.err
+	}
+	return client, a.c, nil
 }
 
 // TCPPair is Pair on 127.0.0.1, typed.
