@@ -268,9 +268,9 @@ func discardReader(c net.Conn, bufSize int) <-chan benchharness.Drained {
 }
 
 // closeAndCheckDrained ends a streaming benchmark: it closes the writer c,
-// waits for the reader (discardReader) to drain the rest, stops the timer
-// and checks that the reader got want bytes.
-func closeAndCheckDrained(b *testing.B, c net.Conn, readDone <-chan benchharness.Drained, want int64) {
+// waits for the reader (discardReader, or benchharness.Drain) to drain the
+// rest, stops the timer and checks that the reader got want bytes.
+func closeAndCheckDrained(b *testing.B, c io.Closer, readDone <-chan benchharness.Drained, want int64) {
 	b.Helper()
 	if err := c.Close(); err != nil {
 		b.Errorf("closing the writer: %v", err)

@@ -116,6 +116,64 @@ func cpuNanos(tb testing.TB) int64 {
 	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
+// benchPerOp runs op b.N times between a timer reset and stop, and
+// reports the rate (rateUnit, "rt/s" say) and this process's CPU time per
+// op (cpuUnit, "cpu-ns/rt").
+func benchPerOp(b *testing.B, rateUnit, cpuUnit string, op func()) {
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuNanos(b)
+	for range b.N {
+		op()
+	}
+	cpu1 := cpuNanos(b)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), rateUnit)
+	b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), cpuUnit)
+}
+
+// benchRoundTrips is benchPerOp over round trips: each writes a size-byte
+// message to w and reads as many bytes back from r, where an echo
+// (benchharness.Echo, its result on echoDone) sends them. Then it closes
+// w, which ends the echo, and checks that the echo ended cleanly. A failed
+// round trip is fatal; the caller's deferred close ends the echo.
+func benchRoundTrips(b *testing.B, w io.WriteCloser, r io.Reader, size int, echoDone <-chan error) {
+	msg := make([]byte, size)
+	for i := range msg {
+		msg[i] = byte(i)
+	}
+	reply := make([]byte, size)
+	benchPerOp(b, "rt/s", "cpu-ns/rt", func() {
+		if _, err := w.Write(msg); err != nil {
+			b.Fatalf("write: %v", err)
+		}
+		if _, err := io.ReadFull(r, reply); err != nil {
+			b.Fatalf("read: %v", err)
+		}
+	})
+	if err := w.Close(); err != nil {
+		b.Errorf("closing the writer: %v", err)
+	}
+	if err := <-echoDone; err != nil {
+		b.Errorf("echo: %v", err)
+	}
+}
+
+// writeChunks times b.N writes of a size-byte chunk to w, each counted as
+// size bytes (b.SetBytes). The timer still runs when it returns: the
+// caller stops it once the reader has the tail (closeAndCheckDrained).
+func writeChunks(b *testing.B, w io.Writer, size int) {
+	chunk := make([]byte, size)
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := w.Write(chunk); err != nil {
+			b.Fatalf("write: %v", err)
+		}
+	}
+}
+
 // BenchmarkPipePingPong: the loop writes size bytes on pipe A, an echo
 // goroutine reads them and writes them back on pipe B, the loop reads them
 // back. One iteration is one round trip.
@@ -137,36 +195,7 @@ func benchPingPong(b *testing.B, k pipeKind, size int) {
 	bR, bW := ps.pipe(b)
 
 	echoDone := benchharness.Echo(aR, bW, size) // ends when aW closes
-
-	msg := make([]byte, size)
-	for i := range msg {
-		msg[i] = byte(i)
-	}
-	reply := make([]byte, size)
-
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu0 := cpuNanos(b)
-	for range b.N {
-		if _, err := aW.Write(msg); err != nil {
-			b.Fatalf("write: %v", err) // deferred close ends the echo goroutine
-		}
-		if _, err := io.ReadFull(bR, reply); err != nil {
-			b.Fatalf("read: %v", err)
-		}
-	}
-	cpu1 := cpuNanos(b)
-	b.StopTimer()
-
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rt/s")
-	b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/rt")
-
-	if err := aW.Close(); err != nil {
-		b.Errorf("closing A's write end: %v", err)
-	}
-	if err := <-echoDone; err != nil {
-		b.Errorf("echo: %v", err)
-	}
+	benchRoundTrips(b, aW, bR, size, echoDone)
 }
 
 // BenchmarkPipeBulk streams 64 KiB writes through one pipe to a reader
@@ -186,27 +215,8 @@ func benchBulk(b *testing.B, k pipeKind) {
 	r, w := ps.pipe(b)
 
 	readDone := benchharness.Drain(r, bulkChunk)
-
-	chunk := make([]byte, bulkChunk)
-	b.SetBytes(bulkChunk)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		if _, err := w.Write(chunk); err != nil {
-			b.Fatalf("write: %v", err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		b.Errorf("closing write end: %v", err)
-	}
-	res := <-readDone // the tail still in the pipe counts
-	b.StopTimer()
-	if res.Err != nil {
-		b.Errorf("reader: %v", res.Err)
-	}
-	if want := int64(b.N) * bulkChunk; res.N != want {
-		b.Errorf("reader got %d bytes, want %d", res.N, want)
-	}
+	writeChunks(b, w, bulkChunk)
+	closeAndCheckDrained(b, w, readDone, int64(b.N)*bulkChunk) // the tail still in the pipe counts
 }
 
 // BenchmarkPipeOpenClose makes a pipe and closes both ends, on a poller

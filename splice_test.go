@@ -317,15 +317,7 @@ func benchProxy(b *testing.B, s tcpStack) {
 	}()
 
 	splices0 := gatenet.SpliceCalls()
-	chunk := make([]byte, proxyChunk)
-	b.SetBytes(proxyChunk)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		if _, err := client.Write(chunk); err != nil {
-			b.Fatalf("write: %v", err)
-		}
-	}
+	writeChunks(b, client, proxyChunk)
 	if err := client.Close(); err != nil {
 		b.Errorf("closing the client: %v", err)
 	}

@@ -102,36 +102,7 @@ func benchTCPPingPong(b *testing.B, s tcpStack) {
 
 	echoDone := benchharness.Echo(a, a, tcpPingSize) // ends when c closes
 	defer a.Close()
-
-	msg := make([]byte, tcpPingSize)
-	for i := range msg {
-		msg[i] = byte(i)
-	}
-	reply := make([]byte, tcpPingSize)
-
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu0 := cpuNanos(b)
-	for range b.N {
-		if _, err := c.Write(msg); err != nil {
-			b.Fatalf("write: %v", err) // the cleanup's close ends the echo goroutine
-		}
-		if _, err := io.ReadFull(c, reply); err != nil {
-			b.Fatalf("read: %v", err)
-		}
-	}
-	cpu1 := cpuNanos(b)
-	b.StopTimer()
-
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rt/s")
-	b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/rt")
-
-	if err := c.Close(); err != nil {
-		b.Errorf("closing the dialled conn: %v", err)
-	}
-	if err := <-echoDone; err != nil {
-		b.Errorf("echo: %v", err)
-	}
+	benchRoundTrips(b, c, c, tcpPingSize, echoDone)
 }
 
 // BenchmarkTCPBulk streams 128 KiB writes through one connection to a
@@ -150,27 +121,8 @@ func benchTCPBulk(b *testing.B, s tcpStack) {
 
 	readDone := benchharness.Drain(a, tcpBulkChunk)
 	defer a.Close()
-
-	chunk := make([]byte, tcpBulkChunk)
-	b.SetBytes(tcpBulkChunk)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		if _, err := c.Write(chunk); err != nil {
-			b.Fatalf("write: %v", err)
-		}
-	}
-	if err := c.Close(); err != nil {
-		b.Errorf("closing the writer: %v", err)
-	}
-	res := <-readDone // the tail still in the socket buffers counts
-	b.StopTimer()
-	if res.Err != nil {
-		b.Errorf("reader: %v", res.Err)
-	}
-	if want := int64(b.N) * tcpBulkChunk; res.N != want {
-		b.Errorf("reader got %d bytes, want %d", res.N, want)
-	}
+	writeChunks(b, c, tcpBulkChunk)
+	closeAndCheckDrained(b, c, readDone, int64(b.N)*tcpBulkChunk) // the tail still in the socket buffers counts
 }
 
 // BenchmarkTCPAccept: one iteration dials, an acceptor goroutine accepts
@@ -191,35 +143,10 @@ func benchTCPAccept(b *testing.B, s tcpStack) {
 	b.Cleanup(func() { ln.Close() })
 	addr := ln.Addr().String()
 
-	type result struct {
-		n   int
-		err error
-	}
-	acceptDone := make(chan result, 1)
-	go func() {
-		var n int
-		for {
-			a, err := ln.Accept()
-			if err != nil {
-				if errors.Is(err, net.ErrClosed) {
-					err = nil // the benchmark is over
-				}
-				acceptDone <- result{n, err}
-				return
-			}
-			n++
-			if err := a.Close(); err != nil {
-				acceptDone <- result{n, err}
-				return
-			}
-		}
-	}()
+	acceptDone := benchharness.AcceptAndClose(ln) // until the benchmark is over
 
 	var buf [1]byte
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu0 := cpuNanos(b)
-	for range b.N {
+	benchPerOp(b, "conns/s", "cpu-ns/conn", func() {
 		c, err := s.dial(addr)
 		if err != nil {
 			b.Fatalf("dial: %v", err) // the cleanup's close ends the acceptor
@@ -229,22 +156,17 @@ func benchTCPAccept(b *testing.B, s tcpStack) {
 		if n != 0 || err != io.EOF {
 			b.Fatalf("read: got %d, %v; want EOF", n, err)
 		}
-	}
-	cpu1 := cpuNanos(b)
-	b.StopTimer()
-
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "conns/s")
-	b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/conn")
+	})
 
 	if err := ln.Close(); err != nil {
 		b.Errorf("closing the listener: %v", err)
 	}
 	res := <-acceptDone
-	if res.err != nil {
-		b.Errorf("acceptor: %v", res.err)
+	if res.Err != nil {
+		b.Errorf("acceptor: %v", res.Err)
 	}
-	if res.n != b.N {
-		b.Errorf("accepted %d connections, dialled %d", res.n, b.N)
+	if res.N != int64(b.N) {
+		b.Errorf("accepted %d connections, dialled %d", res.N, b.N)
 	}
 }
 
