@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os/exec"
 	"slices"
-	"strings"
 
 	"github.com/gatenet/gatenet/internal/benchharness"
 )
@@ -33,29 +32,13 @@ var workloads = []workload{
 	{"scale", runScale},
 }
 
-func workloadNames() []string {
-	var names []string
-	for _, w := range workloads {
-		names = append(names, w.name)
-	}
-	return names
-}
+func workloadName(w workload) string { return w.name }
+
+func workloadNames() []string { return benchharness.Names(workloads, workloadName) }
 
 // selectWorkloads parses -workloads: "all" or a comma list of names.
 func selectWorkloads(list string) ([]workload, error) {
-	if list == "" || list == "all" {
-		return workloads, nil
-	}
-	var out []workload
-	for _, name := range strings.Split(list, ",") {
-		name = strings.TrimSpace(name)
-		i := slices.IndexFunc(workloads, func(w workload) bool { return w.name == name })
-		if i < 0 {
-			return nil, fmt.Errorf("unknown workload %q (have %s)", name, strings.Join(workloadNames(), ", "))
-		}
-		out = append(out, workloads[i])
-	}
-	return out, nil
+	return benchharness.Select(workloads, workloadName, list)
 }
 
 func needsCLimit(ws []workload) bool {

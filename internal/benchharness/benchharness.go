@@ -125,6 +125,36 @@ func orList(xs []string) string {
 	return strings.Join(xs[:len(xs)-1], ", ") + " or " + xs[len(xs)-1]
 }
 
+// Names is the name of each of ws, in order: a command's workloads for
+// its -workloads flag's help.
+func Names[W any](ws []W, name func(W) string) []string {
+	names := make([]string, len(ws))
+	for i, w := range ws {
+		names[i] = name(w)
+	}
+	return names
+}
+
+// Select parses a -workloads flag: "all" (or nothing) is every one of ws,
+// anything else a comma-separated list of their names (spaces around a
+// name ignored), picked in the list's order. An unknown name is an error
+// that lists the known ones.
+func Select[W any](ws []W, name func(W) string, list string) ([]W, error) {
+	if list == "" || list == "all" {
+		return ws, nil
+	}
+	var out []W
+	for n := range strings.SplitSeq(list, ",") {
+		n = strings.TrimSpace(n)
+		i := slices.IndexFunc(ws, func(w W) bool { return name(w) == n })
+		if i < 0 {
+			return nil, fmt.Errorf("unknown workload %q (have %s)", n, strings.Join(Names(ws, name), ", "))
+		}
+		out = append(out, ws[i])
+	}
+	return out, nil
+}
+
 func runChild(c Command, mode, kind string, size int, duration time.Duration) error {
 	onGatenet := strings.HasPrefix(kind, "gatenet")
 	var before pollfd.Stats

@@ -49,6 +49,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/gatenet/gatenet/internal/benchharness"
 )
 
 // config is what the flags set.
@@ -105,28 +107,13 @@ func run(args []string, stdout, stderr io.Writer, stdin io.Reader) error {
 	return runParent(cfg, stdout, stderr)
 }
 
-func workloadNames() []string {
-	var names []string
-	for _, w := range workloads {
-		names = append(names, w.name)
-	}
-	return names
-}
+func workloadName(w workload) string { return w.name }
 
-// selectWorkloads parses -workloads.
+func workloadNames() []string { return benchharness.Names(workloads, workloadName) }
+
+// selectWorkloads parses -workloads: "all" or a comma list of names.
 func selectWorkloads(list string) ([]workload, error) {
-	if list == "all" {
-		return workloads, nil
-	}
-	var out []workload
-	for name := range strings.SplitSeq(list, ",") {
-		i := slices.IndexFunc(workloads, func(w workload) bool { return w.name == strings.TrimSpace(name) })
-		if i < 0 {
-			return nil, fmt.Errorf("unknown workload %q (want %s)", name, strings.Join(workloadNames(), ", "))
-		}
-		out = append(out, workloads[i])
-	}
-	return out, nil
+	return benchharness.Select(workloads, workloadName, list)
 }
 
 // ---- child ----
