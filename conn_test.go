@@ -12,7 +12,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -50,16 +49,22 @@ type sockAcceptResult struct {
 	err error
 }
 
-// sockEachStrategy runs fn in a subtest per poller strategy, each with
-// its own poller and leak checks.
-func sockEachStrategy(t *testing.T, fn func(t *testing.T, p *pollfd.Poller)) {
+// sockParkedReads starts n Reads of size bytes on c, each on a goroutine
+// of its own, and returns once one of them has parked in p (the others
+// queue behind it on the conn's read lock); their results arrive on the
+// channel it returns, in the order they end.
+func sockParkedReads(t testing.TB, p *pollfd.Poller, c net.Conn, n, size int) <-chan ioResult {
 	t.Helper()
-	for _, o := range testutil.Strategies() {
-		t.Run(o.String(), func(t *testing.T) {
-			testutil.CheckLeaks(t)
-			fn(t, testutil.NewPoller(t, o))
-		})
+	before := p.Stats().Parks
+	results := make(chan ioResult, n)
+	for range n {
+		go func() {
+			n, err := c.Read(make([]byte, size))
+			results <- ioResult{n, err}
+		}()
 	}
+	sockWaitParks(t, p, before)
+	return results
 }
 
 // sockWaitParks waits until p has counted more than before parks: an
@@ -215,7 +220,7 @@ func TestSockCloseUnblocks(t *testing.T) {
 	testutil.Watchdog(t, 5*time.Minute)
 	for _, network := range []string{"tcp", "unix"} {
 		t.Run(network, func(t *testing.T) {
-			sockEachStrategy(t, func(t *testing.T, p *pollfd.Poller) {
+			testutil.EachStrategy(t, func(t *testing.T, p *pollfd.Poller) {
 				requireClosedOp := func(err error, op string) {
 					t.Helper()
 					require.ErrorIs(t, err, net.ErrClosed)
@@ -275,21 +280,9 @@ func TestSockCloseUnblocks(t *testing.T) {
 func TestSockConcurrentReads(t *testing.T) {
 	testutil.CheckLeaks(t)
 	testutil.Watchdog(t, 5*time.Minute)
-	sockEachStrategy(t, func(t *testing.T, p *pollfd.Poller) {
+	testutil.EachStrategy(t, func(t *testing.T, p *pollfd.Poller) {
 		c, s, _ := sockPairOn(t, p, "tcp")
-		before := p.Stats().Parks
-		results := make(chan ioResult, 3)
-		var wg sync.WaitGroup
-		for range 3 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				buf := make([]byte, 1)
-				n, err := s.Read(buf)
-				results <- ioResult{n, err}
-			}()
-		}
-		sockWaitParks(t, p, before)
+		results := sockParkedReads(t, p, s, 3, 1)
 		// A Write on the same conn is not held up by the blocked Reads.
 		sendRecv(t, s, c, "w")
 		for i := range 3 {
@@ -299,7 +292,6 @@ func TestSockConcurrentReads(t *testing.T) {
 			require.NoError(t, r.Err)
 			require.Equal(t, 1, r.N)
 		}
-		wg.Wait()
 	})
 }
 
@@ -308,20 +300,13 @@ func TestSockConcurrentReads(t *testing.T) {
 func TestSockCloseWakesQueuedReads(t *testing.T) {
 	testutil.CheckLeaks(t)
 	testutil.Watchdog(t, 5*time.Minute)
-	sockEachStrategy(t, func(t *testing.T, p *pollfd.Poller) {
+	testutil.EachStrategy(t, func(t *testing.T, p *pollfd.Poller) {
 		_, s, _ := sockPairOn(t, p, "tcp")
-		before := p.Stats().Parks
-		var rds []<-chan ioResult
-		for range 3 {
-			rds = append(rds, goRead(s, make([]byte, 8)))
-		}
-		sockWaitParks(t, p, before)
-		for _, rd := range rds {
-			requireStillBlocked(t, rd, 10*time.Millisecond, "a Read on an idle conn")
-		}
+		results := sockParkedReads(t, p, s, 3, 8)
+		requireStillBlocked(t, results, 30*time.Millisecond, "a Read on an idle conn")
 		require.NoError(t, s.Close())
-		for _, rd := range rds {
-			r := <-rd
+		for range 3 {
+			r := <-results
 			require.Zero(t, r.N)
 			require.ErrorIs(t, r.Err, net.ErrClosed)
 		}

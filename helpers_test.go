@@ -21,20 +21,17 @@ type ioResult struct {
 }
 
 // goRead starts r.Read(buf) and returns the channel its result arrives on.
-func goRead(r io.Reader, buf []byte) <-chan ioResult {
-	ch := make(chan ioResult, 1)
-	go func() {
-		n, err := r.Read(buf)
-		ch <- ioResult{n, err}
-	}()
-	return ch
-}
+func goRead(r io.Reader, buf []byte) <-chan ioResult { return goIO(r.Read, buf) }
 
 // goWrite starts w.Write(buf) and returns the channel its result arrives on.
-func goWrite(w io.Writer, buf []byte) <-chan ioResult {
+func goWrite(w io.Writer, buf []byte) <-chan ioResult { return goIO(w.Write, buf) }
+
+// goIO starts op(buf), a Read or a Write, on a goroutine of its own and
+// returns the channel its result arrives on.
+func goIO(op func([]byte) (int, error), buf []byte) <-chan ioResult {
 	ch := make(chan ioResult, 1)
 	go func() {
-		n, err := w.Write(buf)
+		n, err := op(buf)
 		ch <- ioResult{n, err}
 	}()
 	return ch
