@@ -29,19 +29,14 @@ func sockPairOn(t testing.TB, p *pollfd.Poller, network string) (client, server 
 	ln, err := lc.Listen(t.Context(), network, sockAddress(t, network))
 	require.NoError(t, err)
 	t.Cleanup(func() { ln.Close() })
-	ch := make(chan sockAcceptResult, 1)
-	go func() {
-		c, err := ln.Accept()
-		ch <- sockAcceptResult{c, err}
-	}()
 	d := gatenet.Dialer{Poller: p}
-	client, err = d.Dial(network, ln.Addr().String())
+	client, server, err = testutil.Connect(ln, func() (net.Conn, error) { return d.Dial(network, ln.Addr().String()) })
 	require.NoError(t, err)
-	t.Cleanup(func() { client.Close() })
-	a := <-ch
-	require.NoError(t, a.err)
-	t.Cleanup(func() { a.c.Close() })
-	return client, a.c, ln
+	t.Cleanup(func() {
+		client.Close()
+		server.Close()
+	})
+	return client, server, ln
 }
 
 type sockAcceptResult struct {

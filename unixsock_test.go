@@ -41,17 +41,9 @@ func TestSockFileRoundTrip(t *testing.T) {
 			require.IsType(t, nln.Addr(), gln.Addr())
 
 			// Accept on the gatenet copy of net's listening socket.
-			ch := make(chan sockAcceptResult, 1)
-			go func() {
-				c, err := gln.Accept()
-				ch <- sockAcceptResult{c, err}
-			}()
-			c, err := gatenet.Dial(network, nln.Addr().String())
+			c, srv, err := testutil.Connect(gln, func() (net.Conn, error) { return gatenet.Dial(network, nln.Addr().String()) })
 			require.NoError(t, err)
 			defer c.Close()
-			a := <-ch
-			require.NoError(t, a.err)
-			srv := a.c
 			defer srv.Close()
 
 			// A gatenet conn → File → FileConn, and data both ways.
@@ -82,16 +74,10 @@ func TestSockFileRoundTrip(t *testing.T) {
 
 			// The net listener still works after its gatenet copy closes.
 			require.NoError(t, gln.Close())
-			go func() {
-				c, err := nln.Accept()
-				ch <- sockAcceptResult{c, err}
-			}()
-			c2, err := net.Dial(network, nln.Addr().String())
+			c2, a2, err := testutil.Connect(nln, func() (net.Conn, error) { return net.Dial(network, nln.Addr().String()) })
 			require.NoError(t, err)
 			defer c2.Close()
-			a = <-ch
-			require.NoError(t, a.err)
-			a.c.Close()
+			a2.Close()
 		})
 	}
 }
