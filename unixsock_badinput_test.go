@@ -89,59 +89,52 @@ type rightsReadObs struct {
 // CMSG_SPACE(8)) and sets MSG_CTRUNC, on both stacks alike; net leaves
 // those to the caller, ParseUnixControl closes them.
 func TestUnixBadInputParityRightsTruncated(t *testing.T) {
-	testutil.Watchdog(t, 2*time.Minute)
-	for _, network := range []string{"unix", "unixpacket"} {
-		t.Run(network, func(t *testing.T) {
-			sockParity(t, func(t *testing.T, s sockStack) []rightsReadObs {
-				c, srv, _ := sockPair(t, s, network)
-				a, b := c.(unixDgramConn), srv.(unixDgramConn)
-				var o []rightsReadObs
-				for _, oobLen := range []int{0, 8, unix.CmsgSpace(4) - 4, unix.CmsgSpace(8), unix.CmsgSpace(12), 1024} {
-					fds := openNulls(t, 3)
-					_, _, err := a.WriteMsgUnix([]byte("x"), unix.UnixRights(fds...), nil)
-					closeFDs(fds)
-					require.NoError(t, err)
-					before := testutil.OpenFDs(t)
-					buf, oob := make([]byte, 8), make([]byte, oobLen)
-					n, oobn, flags, _, err := b.ReadMsgUnix(buf, oob)
-					require.NoError(t, err)
-					r := rightsReadObs{OOBLen: oobLen, N: n, OOBN: oobn, CTrunc: flags&unix.MSG_CTRUNC != 0,
-						Installed: testutil.OpenFDs(t) - before}
-					if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err != nil {
+	unixParity(t, func(t *testing.T, s sockStack, a, b unixDgramConn) []rightsReadObs {
+		var o []rightsReadObs
+		for _, oobLen := range []int{0, 8, unix.CmsgSpace(4) - 4, unix.CmsgSpace(8), unix.CmsgSpace(12), 1024} {
+			fds := openNulls(t, 3)
+			_, _, err := a.WriteMsgUnix([]byte("x"), unix.UnixRights(fds...), nil)
+			closeFDs(fds)
+			require.NoError(t, err)
+			before := testutil.OpenFDs(t)
+			buf, oob := make([]byte, 8), make([]byte, oobLen)
+			n, oobn, flags, _, err := b.ReadMsgUnix(buf, oob)
+			require.NoError(t, err)
+			r := rightsReadObs{OOBLen: oobLen, N: n, OOBN: oobn, CTrunc: flags&unix.MSG_CTRUNC != 0,
+				Installed: testutil.OpenFDs(t) - before}
+			if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err != nil {
+				r.XSysErr = err.Error()
+			} else {
+				for i := range msgs {
+					got, err := unix.ParseUnixRights(&msgs[i])
+					if err != nil {
 						r.XSysErr = err.Error()
-					} else {
-						for i := range msgs {
-							got, err := unix.ParseUnixRights(&msgs[i])
-							if err != nil {
-								r.XSysErr = err.Error()
-							}
-							r.XSysRights += len(got)
-						}
 					}
-					r.Control = parseReceived(t, oob[:oobn], flags, before)
-					o = append(o, r)
+					r.XSysRights += len(got)
 				}
-				return o
-			}, func(t *testing.T, s sockStack, o []rightsReadObs) {
-				for i, want := range []struct {
-					installed int
-					ctrunc    bool
-				}{{0, true}, {0, true}, {1, true}, {2, true}, {3, false}, {3, false}} {
-					r := o[i]
-					require.Equal(t, 1, r.N, "%+v", r)
-					require.Equal(t, want.installed, r.Installed, "%+v", r)
-					require.Equal(t, want.ctrunc, r.CTrunc, "%+v", r)
-					require.Equal(t, want.installed, r.XSysRights, "x/sys sees what was installed: %+v", r)
-					require.Zero(t, r.Control.LeftNow, "ParseUnixControl leaked: %+v", r)
-					if want.ctrunc {
-						require.Equal(t, gatenet.ErrControlTruncated.Error(), r.Control.Err, "%+v", r)
-					} else {
-						require.Equal(t, 3, r.Control.Rights, "%+v", r)
-					}
-				}
-			})
-		})
-	}
+			}
+			r.Control = parseReceived(t, oob[:oobn], flags, before)
+			o = append(o, r)
+		}
+		return o
+	}, func(t *testing.T, s sockStack, o []rightsReadObs) {
+		for i, want := range []struct {
+			installed int
+			ctrunc    bool
+		}{{0, true}, {0, true}, {1, true}, {2, true}, {3, false}, {3, false}} {
+			r := o[i]
+			require.Equal(t, 1, r.N, "%+v", r)
+			require.Equal(t, want.installed, r.Installed, "%+v", r)
+			require.Equal(t, want.ctrunc, r.CTrunc, "%+v", r)
+			require.Equal(t, want.installed, r.XSysRights, "x/sys sees what was installed: %+v", r)
+			require.Zero(t, r.Control.LeftNow, "ParseUnixControl leaked: %+v", r)
+			if want.ctrunc {
+				require.Equal(t, gatenet.ErrControlTruncated.Error(), r.Control.Err, "%+v", r)
+			} else {
+				require.Equal(t, 3, r.Control.Rights, "%+v", r)
+			}
+		}
+	})
 }
 
 // cmsg builds one control message with an arbitrary cmsg_len, padded to
@@ -318,55 +311,48 @@ type badRightsObs struct {
 // whole sendmsg(2) with EBADF in net's *net.OpError; nothing is delivered
 // (the next message read carries no control data) and nothing leaks.
 func TestUnixBadInputParityBadRights(t *testing.T) {
-	testutil.Watchdog(t, 2*time.Minute)
-	for _, network := range []string{"unix", "unixpacket"} {
-		t.Run(network, func(t *testing.T) {
-			sockParity(t, func(t *testing.T, s sockStack) []badRightsObs {
-				c, srv, _ := sockPair(t, s, network)
-				a, b := c.(unixDgramConn), srv.(unixDgramConn)
-				names := udpNames(a, "<A>", b, "<B>")
-				valid := openNulls(t, 1)[0]
-				defer unix.Close(valid)
-				// A closed descriptor: a high number, so no concurrent open
-				// reuses it.
-				closed, err := unix.FcntlInt(uintptr(valid), unix.F_DUPFD_CLOEXEC, 900)
-				require.NoError(t, err)
-				require.NoError(t, unix.Close(closed))
-				var o []badRightsObs
-				for _, tc := range []struct {
-					name string
-					fds  []int
-				}{
-					{"-1", []int{-1}},
-					{"closed", []int{closed}},
-					{"valid,-1", []int{valid, -1}},
-					{"MaxInt32", []int{1<<31 - 1}},
-				} {
-					before := testutil.OpenFDs(t)
-					_, _, err := a.WriteMsgUnix([]byte("x"), unix.UnixRights(tc.fds...), nil)
-					o = append(o, badRightsObs{Case: tc.name, Err: sockObserve(err, names), Leaked: testutil.OpenFDs(t) - before})
-				}
-				// Nothing was delivered: the next message is the first.
-				_, _, err = a.WriteMsgUnix([]byte("y"), nil, nil)
-				require.NoError(t, err)
-				buf, oob := make([]byte, 8), make([]byte, 64)
-				n, oobn, flags, _, err := b.ReadMsgUnix(buf, oob)
-				require.NoError(t, err)
-				require.Equal(t, "y", string(buf[:n]))
-				require.Zero(t, oobn)
-				require.Zero(t, flags&unix.MSG_CTRUNC)
-				return o
-			}, func(t *testing.T, s sockStack, o []badRightsObs) {
-				for _, r := range o {
-					require.Equal(t, "*net.OpError", r.Err.Type, "%+v", r)
-					require.Equal(t, "write", r.Err.Op, "%+v", r)
-					require.Equal(t, "sendmsg", r.Err.Syscall, "%+v", r)
-					require.Equal(t, "EBADF", r.Err.Errno, "%+v", r)
-					require.Zero(t, r.Leaked, "%+v", r)
-				}
-			})
-		})
-	}
+	unixParity(t, func(t *testing.T, s sockStack, a, b unixDgramConn) []badRightsObs {
+		names := udpNames(a, "<A>", b, "<B>")
+		valid := openNulls(t, 1)[0]
+		defer unix.Close(valid)
+		// A closed descriptor: a high number, so no concurrent open
+		// reuses it.
+		closed, err := unix.FcntlInt(uintptr(valid), unix.F_DUPFD_CLOEXEC, 900)
+		require.NoError(t, err)
+		require.NoError(t, unix.Close(closed))
+		var o []badRightsObs
+		for _, tc := range []struct {
+			name string
+			fds  []int
+		}{
+			{"-1", []int{-1}},
+			{"closed", []int{closed}},
+			{"valid,-1", []int{valid, -1}},
+			{"MaxInt32", []int{1<<31 - 1}},
+		} {
+			before := testutil.OpenFDs(t)
+			_, _, err := a.WriteMsgUnix([]byte("x"), unix.UnixRights(tc.fds...), nil)
+			o = append(o, badRightsObs{Case: tc.name, Err: sockObserve(err, names), Leaked: testutil.OpenFDs(t) - before})
+		}
+		// Nothing was delivered: the next message is the first.
+		_, _, err = a.WriteMsgUnix([]byte("y"), nil, nil)
+		require.NoError(t, err)
+		buf, oob := make([]byte, 8), make([]byte, 64)
+		n, oobn, flags, _, err := b.ReadMsgUnix(buf, oob)
+		require.NoError(t, err)
+		require.Equal(t, "y", string(buf[:n]))
+		require.Zero(t, oobn)
+		require.Zero(t, flags&unix.MSG_CTRUNC)
+		return o
+	}, func(t *testing.T, s sockStack, o []badRightsObs) {
+		for _, r := range o {
+			require.Equal(t, "*net.OpError", r.Err.Type, "%+v", r)
+			require.Equal(t, "write", r.Err.Op, "%+v", r)
+			require.Equal(t, "sendmsg", r.Err.Syscall, "%+v", r)
+			require.Equal(t, "EBADF", r.Err.Errno, "%+v", r)
+			require.Zero(t, r.Leaked, "%+v", r)
+		}
+	})
 }
 
 // TestParseUnixControlClosesOnError: real descriptors in well-formed
@@ -437,6 +423,30 @@ func concat(parts ...[]byte) []byte {
 	return b
 }
 
+// unixMsgPair is sockPair on network ("unix" or "unixpacket") as the
+// conns' message methods: the dialed a and the accepted b.
+func unixMsgPair(t testing.TB, s sockStack, network string) (a, b unixDgramConn) {
+	t.Helper()
+	c, srv, _ := sockPair(t, s, network)
+	return c.(unixDgramConn), srv.(unixDgramConn)
+}
+
+// unixParity is sockParity once per connection-oriented Unix network,
+// "unix" and "unixpacket", each in a subtest of its name, under a
+// watchdog; the scenario gets a connected pair (unixMsgPair).
+func unixParity[T any](t *testing.T, scenario func(t *testing.T, s sockStack, a, b unixDgramConn) T, expect func(t *testing.T, s sockStack, obs T)) {
+	t.Helper()
+	testutil.Watchdog(t, 2*time.Minute)
+	for _, network := range []string{"unix", "unixpacket"} {
+		t.Run(network, func(t *testing.T) {
+			sockParity(t, func(t *testing.T, s sockStack) T {
+				a, b := unixMsgPair(t, s, network)
+				return scenario(t, s, a, b)
+			}, expect)
+		})
+	}
+}
+
 // TestUnixBadInputParityRightsNotRead: rights sent to a reader that takes
 // no control data (Read, ReadFromUnix, ReadMsgUnix with no oob) are
 // discarded by the kernel, on both stacks: the data arrives, no
@@ -450,8 +460,7 @@ func TestUnixBadInputParityRightsNotRead(t *testing.T) {
 		Installed int
 	}
 	sockParity(t, func(t *testing.T, s sockStack) []obs {
-		c, srv, _ := sockPair(t, s, "unixpacket")
-		a, b := c.(unixDgramConn), srv.(unixDgramConn)
+		a, b := unixMsgPair(t, s, "unixpacket")
 		var o []obs
 		for _, kind := range []string{"Read", "ReadFromUnix", "ReadMsgUnix"} {
 			fds := openNulls(t, 2)
