@@ -49,20 +49,19 @@ func waitPairs(t *testing.T) map[string]func(t *testing.T) (r waiter, w io.Write
 // gatenetTCPPair is testutil.TCPPair, under the name these tests use.
 var gatenetTCPPair = testutil.TCPPair
 
-func goWaitRead(ctx context.Context, w waiter) <-chan error {
+// waitingRead starts w.WaitRead(ctx) on a goroutine of its own and
+// returns the channel its result arrives on, once nothing has arrived
+// there for a while (a lower bound only: it is still waiting).
+func waitingRead(t *testing.T, ctx context.Context, w waiter) <-chan error {
+	t.Helper()
 	ch := make(chan error, 1)
 	go func() { ch <- w.WaitRead(ctx) }()
-	return ch
-}
-
-// stillWaiting asserts nothing arrives for a while (a lower bound only).
-func stillWaiting(t *testing.T, ch <-chan error) {
-	t.Helper()
 	select {
 	case err := <-ch:
 		t.Fatalf("returned early: %v", err)
 	case <-time.After(30 * time.Millisecond):
 	}
+	return ch
 }
 
 func TestWaitRead(t *testing.T) {
@@ -72,8 +71,7 @@ func TestWaitRead(t *testing.T) {
 			t.Run("Data", func(t *testing.T) {
 				testutil.CheckLeaks(t)
 				r, w := mk(t)
-				done := goWaitRead(context.Background(), r)
-				stillWaiting(t, done)
+				done := waitingRead(t, context.Background(), r)
 				_, err := w.Write([]byte("abc"))
 				require.NoError(t, err)
 				require.NoError(t, <-done)
@@ -88,8 +86,7 @@ func TestWaitRead(t *testing.T) {
 				testutil.CheckLeaks(t)
 				r, w := mk(t)
 				ctx, cancel := context.WithCancel(context.Background())
-				done := goWaitRead(ctx, r)
-				stillWaiting(t, done)
+				done := waitingRead(t, ctx, r)
 				cancel()
 				err := <-done
 				require.ErrorIs(t, err, context.Canceled)
@@ -112,8 +109,7 @@ func TestWaitRead(t *testing.T) {
 			t.Run("Close", func(t *testing.T) {
 				testutil.CheckLeaks(t)
 				r, _ := mk(t)
-				done := goWaitRead(context.Background(), r)
-				stillWaiting(t, done)
+				done := waitingRead(t, context.Background(), r)
 				require.NoError(t, r.Close())
 				err := <-done
 				require.True(t, errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrClosed), "%v", err)
@@ -121,8 +117,7 @@ func TestWaitRead(t *testing.T) {
 			t.Run("PeerEOF", func(t *testing.T) {
 				testutil.CheckLeaks(t)
 				r, w := mk(t)
-				done := goWaitRead(context.Background(), r)
-				stillWaiting(t, done)
+				done := waitingRead(t, context.Background(), r)
 				require.NoError(t, w.Close())
 				require.NoError(t, <-done)
 				n, err := r.Read(make([]byte, 4))
