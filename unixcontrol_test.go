@@ -70,15 +70,9 @@ func TestSCMRights(t *testing.T) {
 func TestSCMCredentials(t *testing.T) {
 	testutil.CheckLeaks(t)
 	a, b := unixPair(t)
-	rc, err := b.SyscallConn()
-	require.NoError(t, err)
-	var serr error
-	require.NoError(t, rc.Control(func(fd uintptr) {
-		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PASSCRED, 1)
-	}))
-	require.NoError(t, serr)
+	testutil.SetsockoptInt(t, b, unix.SOL_SOCKET, unix.SO_PASSCRED, 1)
 	cred := &unix.Ucred{Pid: int32(os.Getpid()), Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())}
-	_, _, err = a.WriteMsgUnix([]byte("c"), unix.UnixCredentials(cred), nil)
+	_, _, err := a.WriteMsgUnix([]byte("c"), unix.UnixCredentials(cred), nil)
 	require.NoError(t, err)
 	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred))
 	_, oobn, _, _, err := b.ReadMsgUnix(make([]byte, 1), oob)

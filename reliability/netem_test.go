@@ -323,13 +323,7 @@ func TestNetemDeadlines(t *testing.T) {
 func userTimeout(t *testing.T, c *gatenet.TCPConn) {
 	t.Helper()
 	require.NoError(t, c.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: time.Second, Interval: time.Second, Count: 2}))
-	raw, err := c.SyscallConn()
-	require.NoError(t, err)
-	var serr error
-	require.NoError(t, raw.Control(func(fd uintptr) {
-		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, 2000)
-	}))
-	require.NoError(t, serr)
+	testutil.SetsockoptInt(t, c, unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, 2000)
 }
 
 // TestNetemPeerVanishes: mid-transfer the peer's namespace is deleted and

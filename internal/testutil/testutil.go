@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -207,5 +208,22 @@ func EachStrategy(t *testing.T, fn func(t *testing.T, p *pollfd.Poller)) {
 			CheckLeaks(t)
 			fn(t, NewPoller(t, o))
 		})
+	}
+}
+
+// SetsockoptInt sets the int socket option (level, opt) to value on c's
+// descriptor, failing t on an error.
+func SetsockoptInt(t testing.TB, c syscall.Conn, level, opt, value int) {
+	t.Helper()
+	rc, err := c.SyscallConn()
+	if err != nil {
+		t.Fatalf("SyscallConn: %v", err)
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), level, opt, value) }); err != nil {
+		t.Fatalf("Control: %v", err)
+	}
+	if serr != nil {
+		t.Fatalf("setsockopt(%d, %d, %d): %v", level, opt, value, serr)
 	}
 }
