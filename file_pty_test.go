@@ -85,13 +85,7 @@ func TestFilePty(t *testing.T) {
 		o.MasterNonblock, o.ReplicaNonblock = fileNonblocking(t, master), fileNonblocking(t, replica)
 		o.MasterMode = fileType(t, master)
 
-		start := time.Now()
-		require.NoError(t, master.SetReadDeadline(start.Add(20*time.Millisecond)))
-		_, err = master.Read(make([]byte, 16))
-		require.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond)
-		requirePathError(t, err, "read", "/dev/ptmx", os.ErrDeadlineExceeded)
-		o.Timeout = observeFileErr(err)
-		require.NoError(t, master.SetReadDeadline(time.Time{}))
+		o.Timeout = fileReadTimesOut(t, master, "/dev/ptmx")
 
 		_, err = replica.Write([]byte("hi\n"))
 		require.NoError(t, err)
@@ -113,6 +107,21 @@ func TestFilePty(t *testing.T) {
 		require.Equal(t, "ok\n", o.ToReplica)
 		return o
 	})
+}
+
+// fileReadTimesOut checks that a Read on f with a read deadline 20 ms
+// ahead waits that long and fails with os.ErrDeadlineExceeded in a
+// *fs.PathError naming path; it clears the deadline and returns the
+// error's observation.
+func fileReadTimesOut(t *testing.T, f fileLike, path string) fileErrObs {
+	t.Helper()
+	start := time.Now()
+	require.NoError(t, f.SetReadDeadline(start.Add(20*time.Millisecond)))
+	_, err := f.Read(make([]byte, 16))
+	require.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond)
+	requirePathError(t, err, "read", path, os.ErrDeadlineExceeded)
+	require.NoError(t, f.SetReadDeadline(time.Time{}))
+	return observeFileErr(err)
 }
 
 type fifoObs struct {
@@ -144,14 +153,8 @@ func TestFileFIFO(t *testing.T) {
 		o.RNonblock, o.WNonblock = fileNonblocking(t, r), fileNonblocking(t, w)
 		o.Mode = fileType(t, r)
 
-		start := time.Now()
-		require.NoError(t, r.SetReadDeadline(start.Add(20*time.Millisecond)))
+		o.Timeout = fileReadTimesOut(t, r, path)
 		buf := make([]byte, 16)
-		_, err = r.Read(buf)
-		require.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond)
-		requirePathError(t, err, "read", path, os.ErrDeadlineExceeded)
-		o.Timeout = observeFileErr(err)
-		require.NoError(t, r.SetReadDeadline(time.Time{}))
 
 		ch := goRead(r, buf)
 		time.Sleep(10 * time.Millisecond)
