@@ -53,13 +53,7 @@ func TestShutdownDrains(t *testing.T) {
 	addr := ln.Addr().String()
 
 	// An idle keep-alive connection.
-	idle := dialRaw(t, addr)
-	fmt.Fprintf(idle, "GET /idle HTTP/1.1\r\nHost: x\r\n\r\n")
-	idleBr := bufio.NewReader(idle)
-	res, err := http.ReadResponse(idleBr, nil)
-	require.NoError(t, err)
-	_, err = io.Copy(io.Discard, res.Body)
-	require.NoError(t, err)
+	requireIdleClosed := idleConn(t, addr, "/idle")
 
 	// The in-flight request.
 	tr := &http.Transport{DialContext: (&gatenet.Dialer{}).DialContext}
@@ -82,9 +76,7 @@ func TestShutdownDrains(t *testing.T) {
 	require.ErrorIs(t, <-serveErr, http.ErrServerClosed)
 	_, err = gatenet.Dial("tcp", addr)
 	require.Error(t, err, "a dial after Shutdown closed the listener succeeded")
-	idle.SetReadDeadline(time.Now().Add(time.Minute))
-	_, err = idleBr.ReadByte()
-	require.ErrorIs(t, err, io.EOF, "the idle connection was not closed")
+	requireIdleClosed()
 	select {
 	case err := <-shutdownErr:
 		t.Fatalf("Shutdown returned %v with a request in flight", err)
@@ -335,23 +327,37 @@ func TestServerTimeouts(t *testing.T) {
 		ts.Config.WriteTimeout = 200 * time.Millisecond
 	})
 
-	c := dialRaw(t, e.Addr())
-	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	requireIdleClosed := idleConn(t, e.Addr(), "/")
+	requireIdleClosed() // by IdleTimeout
+
+	// A client that never reads: the handler's write times out.
+	flood := dialRaw(t, e.Addr())
+	io.WriteString(flood, "GET /flood HTTP/1.1\r\nHost: x\r\n\r\n")
+	err := <-writeErr
+	var ne net.Error
+	require.ErrorAs(t, err, &ne)
+	require.True(t, ne.Timeout(), "%v", err)
+	require.Contains(t, normalize(err.Error()), "write tcp ADDR->ADDR: i/o timeout")
+}
+
+// idleConn dials addr raw, GETs path and reads the whole response, which
+// leaves an idle keep-alive connection. The function it returns checks
+// that the server has closed that connection since (EOF, within a
+// minute).
+func idleConn(t testing.TB, addr, path string) (requireClosed func()) {
+	t.Helper()
+	c := dialRaw(t, addr)
+	_, err := fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path)
+	require.NoError(t, err)
 	br := bufio.NewReader(c)
 	res, err := http.ReadResponse(br, nil)
 	require.NoError(t, err)
 	_, err = io.Copy(io.Discard, res.Body)
 	require.NoError(t, err)
-	c.SetReadDeadline(time.Now().Add(time.Minute))
-	_, err = br.ReadByte()
-	require.ErrorIs(t, err, io.EOF, "the idle connection was not closed")
-
-	// A client that never reads: the handler's write times out.
-	flood := dialRaw(t, e.Addr())
-	io.WriteString(flood, "GET /flood HTTP/1.1\r\nHost: x\r\n\r\n")
-	err = <-writeErr
-	var ne net.Error
-	require.ErrorAs(t, err, &ne)
-	require.True(t, ne.Timeout(), "%v", err)
-	require.Contains(t, normalize(err.Error()), "write tcp ADDR->ADDR: i/o timeout")
+	return func() {
+		t.Helper()
+		c.SetReadDeadline(time.Now().Add(time.Minute))
+		_, err := br.ReadByte()
+		require.ErrorIs(t, err, io.EOF, "the idle connection was not closed")
+	}
 }
