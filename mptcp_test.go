@@ -133,28 +133,7 @@ func TestMPTCPParityGODEBUG(t *testing.T) {
 	} {
 		t.Run(tc.value, func(t *testing.T) {
 			t.Setenv("GODEBUG", tc.value)
-			type obs struct {
-				ConfigListen, ConfigDial bool
-				ListenProto, DialProto   int
-				OverrideProto            int // a listener with SetMultipathTCP(!listen)
-			}
-			sockParity(t, func(t *testing.T, s sockStack) obs {
-				var o obs
-				o.ConfigListen, o.ConfigDial = mptcpConfigs(s)
-				ln, err := s.Listen("tcp", "127.0.0.1:0")
-				require.NoError(t, err)
-				defer ln.Close()
-				o.ListenProto = sockOpt(t, ln, unix.SOL_SOCKET, unix.SO_PROTOCOL)
-				c, err := s.Dial("tcp", ln.Addr().String())
-				require.NoError(t, err)
-				o.DialProto = sockOpt(t, c, unix.SOL_SOCKET, unix.SO_PROTOCOL)
-				require.NoError(t, c.Close())
-				l2, err := s.ListenWith(sockListenOpts{MPTCP: boolPtr(!o.ConfigListen)}, "tcp", "127.0.0.1:0")
-				require.NoError(t, err)
-				o.OverrideProto = sockOpt(t, l2, unix.SOL_SOCKET, unix.SO_PROTOCOL)
-				require.NoError(t, l2.Close())
-				return o
-			}, func(t *testing.T, s sockStack, o obs) {
+			sockParity(t, mptcpListenScenario, func(t *testing.T, s sockStack, o mptcpListenObs) {
 				require.Equal(t, tc.listen, o.ConfigListen)
 				require.Equal(t, tc.dial, o.ConfigDial)
 				if !kernel {
@@ -166,9 +145,11 @@ func TestMPTCPParityGODEBUG(t *testing.T) {
 					}
 					return unix.IPPROTO_TCP
 				}
-				require.Equal(t, protoOf(tc.listen), o.ListenProto)
+				require.Equal(t, protoOf(tc.listen), o.DefaultProto)
 				require.Equal(t, protoOf(tc.dial), o.DialProto)
-				require.Equal(t, protoOf(!tc.listen), o.OverrideProto)
+				// An explicit SetMultipathTCP, either way, wins over it.
+				require.Equal(t, unix.IPPROTO_TCP, o.OffProto)
+				require.Equal(t, unix.IPPROTO_MPTCP, o.OnProto)
 			})
 		})
 	}
