@@ -403,12 +403,7 @@ func TestFaultsDial(t *testing.T) {
 func TestFaultsUDP(t *testing.T) {
 	testutil.CheckLeaks(t)
 	pair := func(f *faults.Faults) (w, r *gatenet.UDPConn) {
-		r, err := gatenet.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-		require.NoError(t, err)
-		t.Cleanup(func() { r.Close() })
-		w, err = gatenet.DialUDP("udp4", nil, r.LocalAddr().(*net.UDPAddr))
-		require.NoError(t, err)
-		t.Cleanup(func() { w.Close() })
+		w, r = udpLoopbackPair(t)
 		require.NoError(t, gatenet.InjectFaults(w, f))
 		return w, r
 	}

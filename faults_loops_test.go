@@ -72,12 +72,11 @@ func readFull(c net.Conn, b []byte) (int, error) {
 func TestFaultsDatagramCalls(t *testing.T) {
 	testutil.CheckLeaks(t)
 	pair := func(t *testing.T) (w, r *gatenet.UDPConn) {
-		r, err := gatenet.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-		require.NoError(t, err)
-		t.Cleanup(func() { r.Close() })
-		w, err = gatenet.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-		require.NoError(t, err)
-		t.Cleanup(func() { w.Close() })
+		w, r = listenUDP(t), listenUDP(t)
+		t.Cleanup(func() {
+			r.Close()
+			w.Close()
+		})
 		return w, r
 	}
 	// receive reads datagrams with read until none comes for wait.
@@ -134,12 +133,7 @@ func TestFaultsDatagramCalls(t *testing.T) {
 		})
 	}
 	t.Run("WriteBuffers/duplicate", func(t *testing.T) {
-		r, err := gatenet.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-		require.NoError(t, err)
-		defer r.Close()
-		w, err := gatenet.DialUDP("udp4", nil, r.LocalAddr().(*net.UDPAddr))
-		require.NoError(t, err)
-		defer w.Close()
+		w, r := udpLoopbackPair(t)
 		require.NoError(t, gatenet.InjectFaults(w, faults.New(1, faults.Duplicate{P: 1})))
 		bufs := net.Buffers{{'a'}, {'b'}}
 		n, err := w.WriteBuffers(&bufs)

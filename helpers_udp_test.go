@@ -191,6 +191,27 @@ func udpDial(t testing.TB, s udpStack, network, address string) udpConn {
 	return c
 }
 
+// listenUDP opens a gatenet UDP socket on 127.0.0.1 (in the caller's
+// bubble, for a synctest); the caller closes it.
+func listenUDP(t testing.TB) *gatenet.UDPConn {
+	t.Helper()
+	c, err := gatenet.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	return c
+}
+
+// udpLoopbackPair is a gatenet UDP socket r on 127.0.0.1 and one, w,
+// connected to it (DialUDP), both closed when t ends.
+func udpLoopbackPair(t testing.TB) (w, r *gatenet.UDPConn) {
+	t.Helper()
+	r = listenUDP(t)
+	t.Cleanup(func() { r.Close() })
+	w, err := gatenet.DialUDP("udp4", nil, r.LocalAddr().(*net.UDPAddr))
+	require.NoError(t, err)
+	t.Cleanup(func() { w.Close() })
+	return w, r
+}
+
 // udpListenUnixgram is s.ListenPacket("unixgram", path), closed when t ends.
 func udpListenUnixgram(t testing.TB, s udpStack, path string) unixDgramConn {
 	t.Helper()

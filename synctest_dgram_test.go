@@ -19,14 +19,6 @@ import (
 // Datagram sockets in fake time (pollfd/bubble_dgram.go): each case runs
 // in a child process too (TestSynctestEdges).
 
-// listenUDP opens a UDP socket on 127.0.0.1, in the caller's bubble.
-func listenUDP(t *testing.T) *gatenet.UDPConn {
-	t.Helper()
-	c, err := gatenet.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	require.NoError(t, err)
-	return c
-}
-
 // TestSynctestChildUDPConnected: a connected UDP pair of the bubble. A
 // ReadContext with a 5 s timeout gets the datagram sent after a fake 1 s
 // sleep, the next times out at 5 s on the fake clock, and a deadline on
