@@ -86,7 +86,7 @@ func (q *ReadyQueue) Write(p Pollable, b []byte) (int, error) {
 		o = m.out.Load()
 		o.mu.Lock()
 		defer o.mu.Unlock()
-		return len(b), q.keep(m, o, b[n:])
+		return q.keep(m, o, b, n)
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -97,27 +97,28 @@ func (q *ReadyQueue) Write(p Pollable, b []byte) (int, error) {
 		return 0, opError("write", p, net.ErrClosed)
 	}
 	if len(o.buf) > 0 {
-		return len(b), q.keep(m, o, b)
+		return q.keep(m, o, b, 0)
 	}
 	n, err := w.WriteContext(noWait, b)
 	if err == nil || !errors.Is(err, context.Canceled) {
 		return n, err
 	}
-	return len(b), q.keep(m, o, b[n:])
+	return q.keep(m, o, b, n)
 }
 
-// keep appends b to m's output and asks for m's next write edge, holding
-// its read reports if the output is past the limit. Called with o.mu held.
-func (q *ReadyQueue) keep(m *member, o *output, b []byte) error {
-	o.buf = append(o.buf, b...)
+// keep appends b[sent:] to m's output and asks for m's next write edge,
+// holding its read reports if the output is past the limit, and returns
+// Write's result. Called with o.mu held.
+func (q *ReadyQueue) keep(m *member, o *output, b []byte, sent int) (int, error) {
+	o.buf = append(o.buf, b[sent:]...)
 	if len(o.buf) > int(q.outputLimit.Load()) {
 		o.held = true
 	}
 	if err := m.fd.WatchWrite(q.list, o.held); err != nil {
 		o.buf = nil
-		return opError("write", m.p, err)
+		return sent, opError("write", m.p, err)
 	}
-	return nil
+	return len(b), nil
 }
 
 // add is Add for a member that has had output: while its reads are held
@@ -137,7 +138,7 @@ func (o *output) add(q *ReadyQueue, m *member) error {
 
 // flush sends m's output as far as the socket takes it, for a Next that
 // was told m is writable. Sent in full, the output's memory goes back and
-// held reads are armed again; cut short, it waits for the next edge;
+// a hold of its reads ends (release); cut short, it waits for the next edge;
 // failed, the error is kept for Write and Add, and m is armed so that a
 // worker hears of it.
 func (q *ReadyQueue) flush(m *member) {
