@@ -6,6 +6,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -23,9 +24,10 @@ import (
 // writes never park durably.
 type UDPConn struct {
 	conn
+	batch atomic.Pointer[udpBatch] // ReadBatch's and WriteBatch's (udpsock_batch.go)
 }
 
-func newUDPConn(fd *netFD) *UDPConn { return &UDPConn{conn{fd}} }
+func newUDPConn(fd *netFD) *UDPConn { return &UDPConn{conn: conn{fd}} }
 
 func (c *UDPConn) opError(op string, addr net.Addr, err error) error {
 	return &net.OpError{Op: op, Net: c.fd.net, Source: c.fd.localAddr(), Addr: addr, Err: err}
@@ -42,6 +44,13 @@ func (c *UDPConn) udpAddrOf(sa unix.Sockaddr) *net.UDPAddr {
 func (c *UDPConn) ReadFromUDP(b []byte) (int, *net.UDPAddr, error) {
 	if !c.ok() {
 		return 0, nil, syscall.EINVAL
+	}
+	if c.groOn() {
+		n, _, _, ap, err := c.readOne(nil, b, nil)
+		if err != nil {
+			return 0, nil, c.opError("read", c.fd.raddr, wrapSyscallError("recvfrom", err))
+		}
+		return n, net.UDPAddrFromAddrPort(ap), nil
 	}
 	// Raw, not ReadFrom: x/sys's Recvfrom asks an IP socket's protocol
 	// (getsockopt) for every datagram before converting the sender
@@ -72,6 +81,13 @@ func (c *UDPConn) ReadFrom(b []byte) (int, net.Addr, error) {
 func (c *UDPConn) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
 	if !c.ok() {
 		return 0, netip.AddrPort{}, syscall.EINVAL
+	}
+	if c.groOn() {
+		n, _, _, ap, err := c.readOne(nil, b, nil)
+		if err != nil {
+			return 0, ap, c.opError("read", c.fd.raddr, wrapSyscallError("recvfrom", err))
+		}
+		return n, ap, nil
 	}
 	var from unix.RawSockaddrAny
 	n, err := c.fd.pfd.ReadFromRaw(b, &from)
@@ -139,6 +155,14 @@ func (c *UDPConn) ReadMsgUDP(b, oob []byte) (n, oobn, flags int, addr *net.UDPAd
 func (c *UDPConn) ReadMsgUDPAddrPort(b, oob []byte) (n, oobn, flags int, addr netip.AddrPort, err error) {
 	if !c.ok() {
 		return 0, 0, 0, netip.AddrPort{}, syscall.EINVAL
+	}
+	if c.groOn() {
+		n, oobn, flags, addr, err = c.readOne(nil, b, oob)
+		if err != nil {
+			addr = rawAddrPort(int(c.fd.family), &unix.RawSockaddrAny{})
+			err = c.opError("read", c.fd.raddr, wrapSyscallError("recvmsg", err))
+		}
+		return n, oobn, flags, addr, err
 	}
 	var from unix.RawSockaddrAny
 	n, oobn, flags, err = c.fd.pfd.ReadMsgRaw(b, oob, 0, &from)

@@ -1,0 +1,121 @@
+//go:build linux
+
+package poll
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gatenet/gatenet/pollfd"
+)
+
+// The batch calls, recvmmsg(2) and sendmmsg(2): one wait and one system
+// call for many datagrams, as x/net's ipv4.PacketConn.ReadBatch and
+// WriteBatch make them through RawConn.Read and Write. Both run ioLoop
+// (fd_msg.go), so deadlines, Close and the hooks act as on ReadMsg.
+
+// Mmsghdr is the kernel's struct mmsghdr: one message of a batch and,
+// after the call, its length.
+type Mmsghdr struct {
+	Hdr unix.Msghdr
+	Len uint32
+}
+
+// RecvMmsg wraps recvmmsg(2): under the read lock and after the deadline
+// checks, it fills hs[:n] with n ≥ 1 datagrams, waiting while none has
+// arrived; with MSG_DONTWAIT in flags it returns EAGAIN instead of
+// waiting.
+//
+// held, if not nil, is asked first on every try: a count of datagrams the
+// caller already holds and can hand out without the kernel (GRO's split
+// trains). A positive count is returned as it is, with no system call,
+// so that held datagrams keep the lock, the deadline and Close's
+// semantics of queued ones.
+func (fd *FD) RecvMmsg(hs []Mmsghdr, flags int, held func() int) (int, error) {
+	if len(hs) == 0 {
+		return 0, nil
+	}
+	var got int
+	_, err := fd.ioLoop(pollfd.ModeRead, nil, func() (int, error) {
+		if held != nil {
+			if got = held(); got > 0 {
+				return 0, nil
+			}
+		}
+		r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(fd.Sysfd), uintptr(unsafe.Pointer(&hs[0])),
+			uintptr(len(hs)), uintptr(flags), 0, 0)
+		if e == unix.EAGAIN && flags&unix.MSG_DONTWAIT != 0 {
+			return 0, errDontWait
+		}
+		if e != 0 {
+			return 0, e
+		}
+		got = int(r)
+		return mmsgBytes(hs[:got]), nil
+	})
+	if err == errDontWait {
+		err = unix.EAGAIN
+	}
+	if err != nil {
+		return 0, err
+	}
+	return got, nil
+}
+
+// SendMmsg wraps sendmmsg(2): under the write lock, it sends hs in order
+// and returns how many went, n ≥ 1, waiting while the first cannot; with
+// MSG_DONTWAIT in flags it returns EAGAIN instead of waiting. As the
+// kernel's, a failure after the first datagram ends the batch short with
+// a nil error; the next call reports it.
+//
+// The fault layer acts on whole datagrams (a loss, a copy, a delay of
+// each): with faults attached, a caller sends one at a time (PerDatagram).
+func (fd *FD) SendMmsg(hs []Mmsghdr, flags int) (int, error) {
+	if len(hs) == 0 {
+		return 0, nil
+	}
+	var sent int
+	_, err := fd.ioLoop(pollfd.ModeWrite, nil, func() (int, error) {
+		r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd.Sysfd), uintptr(unsafe.Pointer(&hs[0])),
+			uintptr(len(hs)), uintptr(flags), 0, 0)
+		if e == unix.EAGAIN && flags&unix.MSG_DONTWAIT != 0 {
+			return 0, errDontWait
+		}
+		if e != 0 {
+			return 0, e
+		}
+		sent = int(r)
+		return mmsgBytes(hs[:sent]), nil
+	})
+	if err == errDontWait {
+		err = unix.EAGAIN
+	}
+	if err != nil {
+		return 0, err
+	}
+	return sent, nil
+}
+
+// errDontWait carries a MSG_DONTWAIT call's EAGAIN out of ioLoop, which
+// would wait on a bare one.
+var errDontWait = &dontWaitError{}
+
+type dontWaitError struct{}
+
+func (*dontWaitError) Error() string { return "poll: EAGAIN under MSG_DONTWAIT" }
+
+// mmsgBytes is the payload the calls moved: what the fault layer counts.
+func mmsgBytes(hs []Mmsghdr) int {
+	n := 0
+	for i := range hs {
+		n += int(hs[i].Len)
+	}
+	return n
+}
+
+// PerDatagram reports whether the descriptor's datagrams must each go
+// through a call of their own: a fault layer is attached (it loses,
+// copies and delays datagrams one by one), or the descriptor is paired
+// in a synctest bubble.
+func (fd *FD) PerDatagram() bool { return fd.flags.Load()&(flagFaults|flagBubble) != 0 }
