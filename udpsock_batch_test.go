@@ -55,11 +55,15 @@ func batchMessages(n, size int) []ipv4.Message {
 }
 
 func listenUDPPair(t *testing.T) (rx, tx *gatenet.UDPConn) {
+	return listenUDPPairOn(t, "udp4", net.IPv4(127, 0, 0, 1))
+}
+
+func listenUDPPairOn(t *testing.T, network string, ip net.IP) (rx, tx *gatenet.UDPConn) {
 	t.Helper()
-	rx, err := gatenet.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	rx, err := gatenet.ListenUDP(network, &net.UDPAddr{IP: ip})
 	require.NoError(t, err)
 	t.Cleanup(func() { rx.Close() })
-	tx, err = gatenet.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	tx, err = gatenet.ListenUDP(network, &net.UDPAddr{IP: ip})
 	require.NoError(t, err)
 	t.Cleanup(func() { tx.Close() })
 	return rx, tx
@@ -146,7 +150,12 @@ func TestUDPBatchMatchesXNet(t *testing.T) {
 }
 
 func TestUDPBatchGROSplitsTrains(t *testing.T) {
-	rx, tx := listenUDPPair(t)
+	t.Run("udp4", func(t *testing.T) { testGROSplitsTrains(t, "udp4", net.IPv4(127, 0, 0, 1)) })
+	t.Run("udp6", func(t *testing.T) { testGROSplitsTrains(t, "udp6", net.IPv6loopback) })
+}
+
+func testGROSplitsTrains(t *testing.T, network string, ip net.IP) {
+	rx, tx := listenUDPPairOn(t, network, ip)
 	const segment, size = 1200, 1200*10 + 500 // 11 datagrams, the last short
 	payload := trainPayload(size, segment)
 
