@@ -165,6 +165,11 @@ func (q *ReadyQueue) watch(m *member) error {
 	err := m.fd.Watch(q.list, m)
 	switch {
 	case err == nil:
+		if c, ok := m.p.(*UDPConn); ok && c.groOn() && c.heldReadable() {
+			// Datagrams of a train are held, with no edge to come for
+			// them (udpsock_gro.go): report the conn now.
+			m.fd.NotifyReady()
+		}
 		return nil
 	case errors.Is(err, pollfd.ErrListClosed):
 		err = closedQueueError{}

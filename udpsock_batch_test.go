@@ -401,3 +401,37 @@ func TestUDPBatchCloseUnblocks(t *testing.T) {
 		}
 	}
 }
+
+// TestUDPBatchGROReadyQueue: a worker that takes part of a train and
+// hands the conn back is given it again for the rest, though no
+// datagram arrives to raise an edge.
+func TestUDPBatchGROReadyQueue(t *testing.T) {
+	rx, tx := listenUDPPair(t)
+	q := gatenet.NewReadyQueue()
+	defer q.Close()
+	in := batchMessages(4, 1500)
+	require.NoError(t, rx.SetReadDeadline(time.Now().Add(-time.Second)))
+	rx.ReadBatch(in, 0) // GRO on
+	require.NoError(t, rx.SetReadDeadline(time.Time{}))
+	require.NoError(t, q.Add(rx))
+
+	const segment = 1000
+	payload := trainPayload(segment*10, segment)
+	_, _, err := tx.WriteMsgUDP(payload, gsoOOB(segment), rx.LocalAddr().(*net.UDPAddr))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a watchdog
+	defer cancel()
+	got := 0
+	for got < 10 {
+		p, err := q.Next(ctx)
+		require.NoError(t, err, "the held datagrams were never reported (%d of 10 read)", got)
+		require.Same(t, rx, p)
+		n, err := rx.ReadBatch(in, 0)
+		require.NoError(t, err)
+		for i := range n {
+			require.Equal(t, payload[got*segment:(got+1)*segment], in[i].Buffers[0][:in[i].N])
+			got++
+		}
+		require.NoError(t, q.Add(rx))
+	}
+}
