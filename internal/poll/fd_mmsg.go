@@ -33,17 +33,34 @@ type Mmsghdr struct {
 // so that held datagrams keep the lock, the deadline and Close's
 // semantics of queued ones.
 func (fd *FD) RecvMmsg(hs []Mmsghdr, flags int, held func() int) (int, error) {
+	return fd.mmsg(pollfd.ModeRead, unix.SYS_RECVMMSG, hs, flags, held)
+}
+
+// SendMmsg wraps sendmmsg(2): under the write lock, it sends hs in order
+// and returns how many went, n ≥ 1, waiting while the first cannot; with
+// MSG_DONTWAIT in flags it returns EAGAIN instead of waiting. As the
+// kernel's, a failure after the first datagram ends the batch short with
+// a nil error; the next call reports it.
+//
+// The fault layer acts on whole datagrams (a loss, a copy, a delay of
+// each): with faults attached, a caller sends one at a time (PerDatagram).
+func (fd *FD) SendMmsg(hs []Mmsghdr, flags int) (int, error) {
+	return fd.mmsg(pollfd.ModeWrite, unix.SYS_SENDMMSG, hs, flags, nil)
+}
+
+// mmsg is both: the batch call trap on hs, through ioLoop.
+func (fd *FD) mmsg(mode pollfd.Mode, trap uintptr, hs []Mmsghdr, flags int, held func() int) (int, error) {
 	if len(hs) == 0 {
 		return 0, nil
 	}
 	var got int
-	_, err := fd.ioLoop(pollfd.ModeRead, nil, func() (int, error) {
+	_, err := fd.ioLoop(mode, nil, func() (int, error) {
 		if held != nil {
 			if got = held(); got > 0 {
 				return 0, nil
 			}
 		}
-		r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(fd.Sysfd), uintptr(unsafe.Pointer(&hs[0])),
+		r, _, e := unix.Syscall6(trap, uintptr(fd.Sysfd), uintptr(unsafe.Pointer(&hs[0])),
 			uintptr(len(hs)), uintptr(flags), 0, 0)
 		if e == unix.EAGAIN && flags&unix.MSG_DONTWAIT != 0 {
 			return 0, errDontWait
@@ -61,40 +78,6 @@ func (fd *FD) RecvMmsg(hs []Mmsghdr, flags int, held func() int) (int, error) {
 		return 0, err
 	}
 	return got, nil
-}
-
-// SendMmsg wraps sendmmsg(2): under the write lock, it sends hs in order
-// and returns how many went, n ≥ 1, waiting while the first cannot; with
-// MSG_DONTWAIT in flags it returns EAGAIN instead of waiting. As the
-// kernel's, a failure after the first datagram ends the batch short with
-// a nil error; the next call reports it.
-//
-// The fault layer acts on whole datagrams (a loss, a copy, a delay of
-// each): with faults attached, a caller sends one at a time (PerDatagram).
-func (fd *FD) SendMmsg(hs []Mmsghdr, flags int) (int, error) {
-	if len(hs) == 0 {
-		return 0, nil
-	}
-	var sent int
-	_, err := fd.ioLoop(pollfd.ModeWrite, nil, func() (int, error) {
-		r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd.Sysfd), uintptr(unsafe.Pointer(&hs[0])),
-			uintptr(len(hs)), uintptr(flags), 0, 0)
-		if e == unix.EAGAIN && flags&unix.MSG_DONTWAIT != 0 {
-			return 0, errDontWait
-		}
-		if e != 0 {
-			return 0, e
-		}
-		sent = int(r)
-		return mmsgBytes(hs[:sent]), nil
-	})
-	if err == errDontWait {
-		err = unix.EAGAIN
-	}
-	if err != nil {
-		return 0, err
-	}
-	return sent, nil
 }
 
 // errDontWait carries a MSG_DONTWAIT call's EAGAIN out of ioLoop, which
