@@ -31,10 +31,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"runtime"
 	"runtime/pprof"
 	"strings"
 	"time"
+
+	"github.com/gatenet/gatenet/internal/benchharness"
 )
 
 // config is what the flags set.
@@ -199,8 +200,8 @@ func runParent(cfg config, stdout, stderr io.Writer) error {
 	t0 := time.Now()
 	rep := &report{
 		Command: "quicbench " + strings.Join(os.Args[1:], " "),
-		Machine: machine(),
-		LoadAvg: []string{loadavg()},
+		Machine: benchharness.Machine(),
+		LoadAvg: []string{benchharness.LoadAvg()},
 		Rounds:  cfg.rounds,
 		Size:    cfg.size,
 		Warm:    warmFor(cfg.size),
@@ -257,7 +258,7 @@ func runParent(cfg config, stdout, stderr io.Writer) error {
 		rep.addRow(m, byConn)
 	}
 	rep.addOpts(byConn)
-	rep.LoadAvg = append(rep.LoadAvg, loadavg())
+	rep.LoadAvg = append(rep.LoadAvg, benchharness.LoadAvg())
 	rep.Elapsed = time.Since(t0).Round(time.Second).String()
 	if cfg.jsonFile != "" {
 		if err := rep.writeJSON(cfg.jsonFile); err != nil {
@@ -274,27 +275,4 @@ func mib(n int64) string {
 		return fmt.Sprintf("%d GiB", n>>30)
 	}
 	return fmt.Sprintf("%g MiB", float64(n)/(1<<20))
-}
-
-// machine describes this machine.
-func machine() string {
-	kernel := "?"
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		kernel = strings.TrimSpace(string(b))
-	}
-	return fmt.Sprintf("%s %s/%s, %d CPUs, GOMAXPROCS %d, Linux %s",
-		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), kernel)
-}
-
-// loadavg is /proc/loadavg's 1, 5 and 15 minute averages.
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }

@@ -18,6 +18,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/gatenet/gatenet/internal/benchharness"
 )
 
 // perfGroups are the counted system calls, by the name the report gives
@@ -108,7 +110,7 @@ func perfMetrics() []metric {
 	perMBAll := func(count func(map[string]int64) int64) func(result) float64 {
 		return func(r result) float64 { return float64(count(r.Perf)) / (float64(r.Size) / 1e6) }
 	}
-	ms := []metric{{"perf: all syscalls/MB", true, perMBAll(func(p map[string]int64) int64 { return p[perfAll] }), fixed(1)}}
+	ms := []metric{{"perf: all syscalls/MB", true, perMBAll(func(p map[string]int64) int64 { return p[perfAll] }), benchharness.Fixed(1)}}
 	for _, g := range perfGroups {
 		ms = append(ms, metric{"perf: " + g.name + "/MB", true, perMBAll(func(p map[string]int64) int64 {
 			var n int64
@@ -116,7 +118,7 @@ func perfMetrics() []metric {
 				n += p["syscalls:sys_enter_"+c]
 			}
 			return n
-		}), fixed(1)})
+		}), benchharness.Fixed(1)})
 	}
 	return ms
 }

@@ -13,6 +13,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/gatenet/gatenet/internal/benchharness"
 )
 
 // metric is one figure of a round.
@@ -23,10 +25,6 @@ type metric struct {
 	format func(float64) string
 }
 
-func fixed(prec int) func(float64) string {
-	return func(x float64) string { return fmt.Sprintf("%.*f", prec, x) }
-}
-
 // perMB is a side's count per MB.
 func perMB(side func(result) int64) func(result) float64 {
 	return func(r result) float64 { return float64(side(r)) / r.mb() }
@@ -34,18 +32,18 @@ func perMB(side func(result) int64) func(result) float64 {
 
 // metrics are the figures, the headline first.
 var metrics = []metric{
-	{"MB/s", false, result.mbps, fixed(1)},
-	{"CPU ms/MB", true, result.cpuPerMB, fixed(2)},
-	{"syscalls/MB", true, result.syscallsPerMB, fixed(1)},
-	{"server recv calls/MB", true, perMB(func(r result) int64 { return r.Server.Recv }), fixed(1)},
-	{"server send calls/MB", true, perMB(func(r result) int64 { return r.Server.Send }), fixed(1)},
-	{"client recv calls/MB", true, perMB(func(r result) int64 { return r.Client.Recv }), fixed(1)},
-	{"client send calls/MB", true, perMB(func(r result) int64 { return r.Client.Send }), fixed(1)},
-	{"datagrams sent/MB", false, perMB(func(r result) int64 { return r.Server.SendDgram + r.Client.SendDgram }), fixed(1)},
+	{"MB/s", false, result.mbps, benchharness.Fixed(1)},
+	{"CPU ms/MB", true, result.cpuPerMB, benchharness.Fixed(2)},
+	{"syscalls/MB", true, result.syscallsPerMB, benchharness.Fixed(1)},
+	{"server recv calls/MB", true, perMB(func(r result) int64 { return r.Server.Recv }), benchharness.Fixed(1)},
+	{"server send calls/MB", true, perMB(func(r result) int64 { return r.Server.Send }), benchharness.Fixed(1)},
+	{"client recv calls/MB", true, perMB(func(r result) int64 { return r.Client.Recv }), benchharness.Fixed(1)},
+	{"client send calls/MB", true, perMB(func(r result) int64 { return r.Client.Send }), benchharness.Fixed(1)},
+	{"datagrams sent/MB", false, perMB(func(r result) int64 { return r.Server.SendDgram + r.Client.SendDgram }), benchharness.Fixed(1)},
 	{"client datagrams per send", false, func(r result) float64 {
 		return float64(r.Client.SendDgram) / float64(max(r.Client.Send, 1))
-	}, fixed(2)},
-	{"voluntary ctx switches/MB", true, perMB(func(r result) int64 { return r.VolCtx }), fixed(1)},
+	}, benchharness.Fixed(2)},
+	{"voluntary ctx switches/MB", true, perMB(func(r result) int64 { return r.VolCtx }), benchharness.Fixed(1)},
 }
 
 // ratios is gatenet's figure over net's.
@@ -161,19 +159,6 @@ func (r row) cell(s stat) string {
 	return fmt.Sprintf("%s (%s–%s)", r.format(s.Med), r.format(s.Min), r.format(s.Max))
 }
 
-func ratioCell(s stat) string { return fmt.Sprintf("%.2f (%.2f–%.2f)", s.Med, s.Min, s.Max) }
-
-func perRound(xs []float64) string {
-	var b strings.Builder
-	for i, x := range xs {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		fmt.Fprintf(&b, "%.2f", x)
-	}
-	return b.String()
-}
-
 func yesNo(b bool) string {
 	if b {
 		return "yes"
@@ -196,13 +181,13 @@ func (rep *report) print(w io.Writer) {
 	fmt.Fprintln(w, "|---|---:|---:|---:|")
 	for _, r := range rep.Rows {
 		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", r.metric(),
-			r.cell(r.Stats[connNet]), r.cell(r.Stats[connGatenet]), ratioCell(r.GatenetVsNet.Stat))
+			r.cell(r.Stats[connNet]), r.cell(r.Stats[connGatenet]), benchharness.RatioCell(r.GatenetVsNet.Stat))
 	}
 	fmt.Fprintf(w, "\n## gatenet/net round by round, and the ratio of the medians\n\n")
 	fmt.Fprintln(w, "| metric | per round | of medians |")
 	fmt.Fprintln(w, "|---|---|---:|")
 	for _, r := range rep.Rows {
-		fmt.Fprintf(w, "| %s | %s | %.2f |\n", r.metric(), perRound(r.GatenetVsNet.PerRound), r.GatenetVsNet.OfMedians)
+		fmt.Fprintf(w, "| %s | %s | %.2f |\n", r.metric(), benchharness.PerRound(r.GatenetVsNet.PerRound), r.GatenetVsNet.OfMedians)
 	}
 
 	fmt.Fprintf(w, "\n## What quic-go enabled on each side (determined directly; GSO and ECN use over the measured parts of all rounds)\n\n")
