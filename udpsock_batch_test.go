@@ -262,9 +262,11 @@ func TestUDPBatchGROHeldKeepSemantics(t *testing.T) {
 	require.Equal(t, unix.MSG_CTRUNC, small[0].Flags)
 
 	// Three are held: a passed deadline still refuses them.
+	require.NoError(t, rx.WaitRead(context.Background()))
 	require.NoError(t, rx.SetReadDeadline(time.Now().Add(-time.Second)))
 	_, err = rx.ReadBatch(in, 0)
 	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+	require.ErrorIs(t, rx.WaitRead(context.Background()), os.ErrDeadlineExceeded)
 	var op *net.OpError
 	require.ErrorAs(t, err, &op)
 	require.Equal(t, "read", op.Op)
@@ -274,6 +276,7 @@ func TestUDPBatchGROHeldKeepSemantics(t *testing.T) {
 	require.ErrorIs(t, err, net.ErrClosed)
 	_, _, err = rx.ReadFromUDP(make([]byte, 10))
 	require.ErrorIs(t, err, net.ErrClosed)
+	require.ErrorIs(t, rx.WaitRead(context.Background()), net.ErrClosed)
 }
 
 // TestUDPBatchGROTrainsMixed: trains and lone datagrams from two senders

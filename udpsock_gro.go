@@ -315,8 +315,15 @@ func (c *UDPConn) ReadContext(ctx context.Context, b []byte) (int, error) {
 // read deadline passes or the conn is closed; once GRO is on, a held
 // datagram of a train counts.
 func (c *UDPConn) WaitRead(ctx context.Context) error {
-	if c.groOn() && c.heldReadable() {
-		return nil
+	if !c.groOn() || !c.heldReadable() {
+		return c.conn.WaitRead(ctx)
 	}
-	return c.conn.WaitRead(ctx)
+	err := c.fd.pfd.ReadCheck()
+	if err == nil {
+		err = orBackground(ctx).Err()
+	}
+	if err != nil {
+		return c.fd.ioError(ioReadPoll, err)
+	}
+	return nil
 }

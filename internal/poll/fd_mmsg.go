@@ -102,3 +102,14 @@ func mmsgBytes(hs []Mmsghdr) int {
 // copies and delays datagrams one by one), or the descriptor is paired
 // in a synctest bubble.
 func (fd *FD) PerDatagram() bool { return fd.flags.Load()&(flagFaults|flagBubble) != 0 }
+
+// ReadCheck fails as a read would now, on a closed descriptor or a passed
+// read deadline, without reading: a wait's answer from a caller that
+// holds datagrams of its own (RecvMmsg's held).
+func (fd *FD) ReadCheck() error {
+	if err := fd.readLock(); err != nil {
+		return err
+	}
+	defer fd.readUnlock()
+	return fd.Prepare(pollfd.ModeRead)
+}
