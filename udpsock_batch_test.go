@@ -261,6 +261,10 @@ func TestUDPBatchGROHeldKeepSemantics(t *testing.T) {
 	require.Zero(t, small[0].NN)
 	require.Equal(t, unix.MSG_CTRUNC, small[0].Flags)
 
+	// A peek would see a train: refused.
+	_, err = rx.ReadBatch(in, unix.MSG_PEEK)
+	require.ErrorIs(t, err, unix.EOPNOTSUPP)
+
 	// Three are held: a passed deadline still refuses them.
 	require.NoError(t, rx.WaitRead(context.Background()))
 	require.NoError(t, rx.SetReadDeadline(time.Now().Add(-time.Second)))
