@@ -56,6 +56,20 @@ func TestSmoke(t *testing.T) {
 	if want := len(workloads) * len(serverNames); len(rep.Results) != want {
 		t.Errorf("%d results in the JSON, want %d", len(rep.Results), want)
 	}
+	// bulk-apart's server and clients ran in two processes, neither this
+	// one.
+	for _, r := range rep.Results {
+		if r.Workload != "bulk-apart" {
+			continue
+		}
+		spid, cpid := int(r.Extra["server_pid"]), int(r.Extra["client_pid"])
+		if spid == 0 || cpid == 0 || spid == cpid || spid == os.Getpid() || cpid == os.Getpid() {
+			t.Errorf("bulk-apart %s: server pid %d, clients pid %d, this %d", r.Server, spid, cpid, os.Getpid())
+		}
+		if r.CPUNanos <= 0 || r.Extra["client_cpu_ns"] <= 0 || r.Extra["server_secs"] <= 0 {
+			t.Errorf("bulk-apart %s: CPU %d ns (server), %v", r.Server, r.CPUNanos, r.Extra)
+		}
+	}
 	ok := func(x float64) bool { return x > 0 && !math.IsInf(x, 0) && !math.IsNaN(x) }
 	for _, r := range rep.Rows {
 		for srv, s := range r.Stats {

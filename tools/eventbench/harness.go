@@ -22,12 +22,18 @@ type result struct {
 	Workload string  `json:"workload"`
 	Server   string  `json:"server"`
 	Round    int     `json:"round,omitempty"`
-	Ops      int64   `json:"ops"`    // round trips, messages, connections, or held conns (idle)
-	Bytes    int64   `json:"bytes"`  // bytes echoed back to the clients
-	Seconds  float64 `json:"secs"`   // wall time of the measured part
-	CPUNanos int64   `json:"cpu_ns"` // the process's user+system CPU in the measured part (clients and server)
+	Ops      int64   `json:"ops"`   // round trips, messages, connections, or held conns (idle)
+	Bytes    int64   `json:"bytes"` // bytes echoed back to the clients
+	Seconds  float64 `json:"secs"`  // wall time of the measured part
+	// CPUNanos is the process's user+system CPU in the measured part
+	// (clients and server); bulk-apart's is the server's process's alone,
+	// scaled to the clients' measured part.
+	CPUNanos int64 `json:"cpu_ns"`
 	// Extra holds the workload's further figures: "p50_us", "p99_us"
-	// (latency of one operation), "bytes_per_conn" (idle).
+	// (latency of one operation), "bytes_per_conn" (idle), and
+	// bulk-apart's "client_cpu_ns" (the clients' process's CPU),
+	// "server_cpu_ns" over "server_secs" (the server's, as measured),
+	// "server_pid" and "client_pid".
 	Extra map[string]float64 `json:"extra,omitempty"`
 }
 

@@ -10,8 +10,9 @@
 // Every round of every workload runs in a fresh child process (this
 // binary re-executed with -child), server and clients together, except
 // idle, whose child holds only the server and whose clients are in the
-// parent. Rounds are interleaved: round 1 runs gnet, nbio, readyqueue,
-// then round 2 does, and so on.
+// parent, and bulk-apart, whose server and clients are in two children.
+// Rounds are interleaved: round 1 runs gnet, nbio, readyqueue, then
+// round 2 does, and so on.
 //
 // Workloads (-workloads picks some; all over 127.0.0.1):
 //
@@ -20,13 +21,16 @@
 //     goroutine each; messages/s, p50, p99.
 //   - bulk: 128 KiB writes on one connection, 8 in flight, echoed back;
 //     MB/s (10^6 bytes) echoed.
+//   - bulk-apart: bulk with the clients in a process of their own; MB/s,
+//     and the server's process's CPU and the clients' per MB, apart.
 //   - accept: 4 dialers, each: dial, write 1 byte, read it back, close;
 //     connections/s, p50, p99.
 //   - idle: HeapInuse+StackInuse (after a GC) per connection the server
 //     holds, 10,000 idle connections.
 //
 // The throughput workloads also report the process's CPU time (server
-// and clients) per operation.
+// and clients) per operation; bulk-apart the server's and the clients'
+// apart.
 //
 // The one command (README.md):
 //
@@ -66,6 +70,7 @@ type config struct {
 	profile   string // -child only: a CPU profile of the round
 	trace     string // -child only: an execution trace of the round
 	readBuf   int    // every server's read buffer
+	connect   string // -child bulk-apart only: be the clients, of the server at this address
 }
 
 func main() {
@@ -90,6 +95,7 @@ func run(args []string, stdout, stderr io.Writer, stdin io.Reader) error {
 	fs.IntVar(&cfg.readBuf, "readbuf", defaultReadBuf, "every server's read buffer, in bytes: gnet's per event loop, nbio's per poller, the ReadyQueue's per worker")
 	fs.StringVar(&cfg.child, "child", "", "internal: run one round of this workload in this process")
 	fs.StringVar(&cfg.server, "server", "", "internal: the child's server ("+strings.Join(serverNames, ", ")+")")
+	fs.StringVar(&cfg.connect, "connect", "", "internal: with -child bulk-apart, run its clients against this address")
 	fs.StringVar(&cfg.profile, "cpuprofile", "", "with -child: write the round's CPU profile (server and clients) to this file")
 	fs.StringVar(&cfg.trace, "trace", "", "with -child: write the round's execution trace (go tool trace) to this file")
 	if err := fs.Parse(args); err != nil {
@@ -149,6 +155,17 @@ func runChild(cfg config, stdout io.Writer, stdin io.Reader) error {
 		os.Exit(3)
 	})
 	defer watchdog.Stop()
+	if cfg.connect != "" { // bulk-apart's clients, no server here
+		if cfg.child != "bulk-apart" {
+			return fmt.Errorf("-connect is for -child bulk-apart, not %q", cfg.child)
+		}
+		r, err := bulkApartClients(cfg.connect, cfg.duration, stdout, stdin)
+		if err != nil {
+			return err
+		}
+		r.Workload, r.Server = cfg.child, cfg.server
+		return writeResult(stdout, r)
+	}
 	s, err := startServer(cfg.server, cfg.readBuf)
 	if err != nil {
 		return err
@@ -173,6 +190,8 @@ func runChild(cfg config, stdout io.Writer, stdin io.Reader) error {
 		r, err = bulk(s, cfg.duration)
 	case "accept":
 		r, err = accept(s, dialers, cfg.duration)
+	case "bulk-apart":
+		r, err = bulkApartServer(s, stdout, stdin)
 	case "idle":
 		r, err = idleChild(s, cfg.idle, stdout, stdin)
 	default:
@@ -181,7 +200,7 @@ func runChild(cfg config, stdout io.Writer, stdin io.Reader) error {
 	if err = errors.Join(err, s.Close()); err != nil {
 		return err
 	}
-	if cfg.child == "idle" {
+	if cfg.child == "idle" || cfg.child == "bulk-apart" {
 		return nil // reported already
 	}
 	r.Workload, r.Server = cfg.child, cfg.server
@@ -207,43 +226,98 @@ func record(path string, start func(io.Writer) error, stop func()) (func(), erro
 
 // ---- parent ----
 
-// runRound runs one round of w against srv in a child process.
+// child is a child process started by the parent, with its standard
+// input, its standard output line by line, and its standard error kept.
+type child struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout io.ReadCloser
+	lines  *bufio.Scanner
+	stderr *strings.Builder
+}
+
+// childArgs is the command line of a child running one round of w
+// against srv.
+func childArgs(cfg config, w, srv string) []string {
+	return []string{"-child", w, "-server", srv, "-duration", cfg.duration.String(),
+		"-conns", fmt.Sprint(cfg.conns), "-idle", fmt.Sprint(cfg.idle), "-readbuf", fmt.Sprint(cfg.readBuf)}
+}
+
+// startChild starts exe with args, killed when ctx is done.
+func startChild(ctx context.Context, exe string, args ...string) (*child, error) {
+	c := &child{cmd: exec.CommandContext(ctx, exe, args...), stderr: new(strings.Builder)}
+	c.cmd.Stderr = c.stderr
+	var err error
+	if c.stdout, err = c.cmd.StdoutPipe(); err != nil {
+		return nil, err
+	}
+	if c.stdin, err = c.cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	if err := c.cmd.Start(); err != nil {
+		return nil, err
+	}
+	c.lines = bufio.NewScanner(c.stdout)
+	return c, nil
+}
+
+// expect reads the child's next line (lineReader.expect).
+func (c *child) expect(word string) (string, error) { return lineReader{c.lines}.expect(word) }
+
+// wait closes the child's standard input, kills it if err (what went
+// wrong talking to it) is not nil, reads the rest of its output, and
+// waits for it to exit. It returns err joined with how the child ended,
+// and the child's standard error if either is not nil.
+func (c *child) wait(err error) error {
+	c.stdin.Close()
+	if err != nil {
+		c.cmd.Process.Kill()
+	}
+	io.Copy(io.Discard, c.stdout)
+	if werr := c.cmd.Wait(); werr != nil || err != nil {
+		return fmt.Errorf("%v: %s", errors.Join(err, werr), strings.TrimSpace(c.stderr.String()))
+	}
+	return nil
+}
+
+// runRound runs one round of w against srv in a child process (two for
+// bulk-apart).
 func runRound(cfg config, exe string, w, srv string) (result, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*cfg.duration+4*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, "-child", w, "-server", srv, "-duration", cfg.duration.String(),
-		"-conns", fmt.Sprint(cfg.conns), "-idle", fmt.Sprint(cfg.idle), "-readbuf", fmt.Sprint(cfg.readBuf))
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return result{}, err
-	}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return result{}, err
-	}
-	if err := cmd.Start(); err != nil {
-		return result{}, err
-	}
-	lines := bufio.NewScanner(stdout)
-	var r result
-	if w == "idle" {
-		r, err = idleParent(lines, cfg.idle)
+	var (
+		r   result
+		err error
+	)
+	if w == "bulk-apart" {
+		r, err = runApart(cfg, exe, srv)
 	} else {
-		r, err = readResult(lines)
+		r, err = runOne(cfg, exe, w, srv)
 	}
-	stdin.Close() // the idle child waits for this
 	if err != nil {
-		cmd.Process.Kill()
-	}
-	io.Copy(io.Discard, stdout)
-	if werr := cmd.Wait(); werr != nil || err != nil {
-		return result{}, fmt.Errorf("%s %s: %v: %s", w, srv, errors.Join(err, werr), strings.TrimSpace(stderr.String()))
+		return result{}, err
 	}
 	r.Workload, r.Server = w, srv
 	if r.Ops <= 0 || r.Seconds <= 0 {
 		return result{}, fmt.Errorf("%s %s measured nothing: %+v", w, srv, r)
+	}
+	return r, nil
+}
+
+// runOne runs one round of w against srv in one child process.
+func runOne(cfg config, exe string, w, srv string) (result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*cfg.duration+4*time.Minute)
+	defer cancel()
+	c, err := startChild(ctx, exe, childArgs(cfg, w, srv)...)
+	if err != nil {
+		return result{}, err
+	}
+	var r result
+	if w == "idle" {
+		r, err = idleParent(c.lines, cfg.idle)
+	} else {
+		r, err = readResult(c.lines)
+	}
+	if err = c.wait(err); err != nil { // the idle child waits for its stdin to close
+		return result{}, fmt.Errorf("%s %s: %w", w, srv, err)
 	}
 	return r, nil
 }

@@ -133,9 +133,11 @@ func (rep *report) print(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "↓: lower is better (for the others, higher is). RQ/gnet and RQ/nbio in the first table: the median",
 		"(min–max) of the per-round ratios; above 1 the ReadyQueue's figure is the higher.")
-	fmt.Fprintln(w, "Clients: the standard library's net, in the same process as the server, except idle's (in the parent).",
+	fmt.Fprintln(w, "Clients: the standard library's net, in the same process as the server, except idle's (in the parent)",
+		"and bulk-apart's (in a child process of their own).",
 		"idle: HeapInuse+StackInuse after a GC per connection the server holds.",
-		"CPU: the whole process's (the clients' included), user and system, over the measured part.")
+		"CPU: the whole process's (the clients' included), user and system, over the measured part;",
+		"bulk-apart's: the server's process's and the clients' process's, each alone.")
 	fmt.Fprintf(w, "Load average at the end: %s. The run took %s.\n", rep.LoadAvg[len(rep.LoadAvg)-1], rep.Elapsed)
 }
 

@@ -4,8 +4,9 @@ package main
 
 // The workloads. Every client is the standard library's (net.Dial over
 // tcp4 to 127.0.0.1), so that only the server differs. The throughput
-// workloads run the server and their clients in one child process; idle
-// runs the server in the child and its clients in the parent.
+// workloads run the server and their clients in one child process, except
+// bulk-apart, which runs them in two (apart.go); idle runs the server in
+// the child and its clients in the parent.
 
 import (
 	"bufio"
@@ -63,6 +64,11 @@ var workloads = []workload{
 		{"MB/s", false, func(r result) float64 { return float64(r.Bytes) / r.Seconds / 1e6 }, fixed(0)},
 		{"CPU µs/MB", true, func(r result) float64 { return float64(r.CPUNanos) / 1e3 / (float64(r.Bytes) / 1e6) }, fixed(0)},
 	}},
+	{"bulk-apart", "bulk with its clients in a process of their own, apart from the server's", []metric{
+		{"MB/s", false, func(r result) float64 { return float64(r.Bytes) / r.Seconds / 1e6 }, fixed(0)},
+		{"server CPU µs/MB", true, func(r result) float64 { return float64(r.CPUNanos) / 1e3 / (float64(r.Bytes) / 1e6) }, fixed(0)},
+		{"client CPU µs/MB", true, func(r result) float64 { return r.Extra["client_cpu_ns"] / 1e3 / (float64(r.Bytes) / 1e6) }, fixed(0)},
+	}},
 	{"accept", "4 dialers, each: dial, write 1 byte, read it back, close", []metric{
 		{"connections/s", false, result.rate, kilo},
 		{"p50 µs", true, extra("p50_us"), fixed(0)},
@@ -117,10 +123,10 @@ func message(i int) []byte {
 	return b
 }
 
-// dialFor dials s with a deadline that outlasts a round of duration: a
-// server that stops answering fails the round rather than hanging it.
-func dialFor(s server, duration time.Duration) (net.Conn, error) {
-	c, err := dial(s.Addr())
+// dialFor dials addr with a deadline that outlasts a round of duration:
+// a server that stops answering fails the round rather than hanging it.
+func dialFor(addr string, duration time.Duration) (net.Conn, error) {
+	c, err := dial(addr)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +140,7 @@ func dialFor(s server, duration time.Duration) (net.Conn, error) {
 // pingpong: one connection, 64-byte round trips; 1,000 to warm up, then
 // every one timed.
 func pingpong(s server, duration time.Duration) (result, error) {
-	c, err := dialFor(s, duration)
+	c, err := dialFor(s.Addr(), duration)
 	if err != nil {
 		return result{}, err
 	}
@@ -192,7 +198,20 @@ func echoMany(s server, conns int, duration time.Duration) (result, error) {
 // bound). The rate is of bytes echoed back, counted from when the first
 // 32 writes have come back.
 func bulk(s server, duration time.Duration) (result, error) {
-	c, err := dialFor(s, duration)
+	return bulkClients(s.Addr(), duration, bulkHooks{})
+}
+
+// bulkHooks are what bulkClients calls around its measured part, with
+// the load running: measuring just before the meter starts, measured
+// just after it stops. bulk-apart's clients coordinate the server's
+// process with them (apart.go). Nil hooks do nothing.
+type bulkHooks struct {
+	measuring, measured func() error
+}
+
+// bulkClients is bulk's clients, against the server at addr.
+func bulkClients(addr string, duration time.Duration, hooks bulkHooks) (result, error) {
+	c, err := dialFor(addr, duration)
 	if err != nil {
 		return result{}, err
 	}
@@ -248,6 +267,11 @@ func bulk(s server, duration time.Duration) (result, error) {
 	if err := waitFor("the warm-up's echo", time.Minute, func() bool { return got.Load() >= warm }); err != nil {
 		return fail(err)
 	}
+	if hooks.measuring != nil {
+		if err := hooks.measuring(); err != nil {
+			return fail(err)
+		}
+	}
 	m := startMeter()
 	got0 := got.Load()
 	select {
@@ -259,6 +283,11 @@ func bulk(s server, duration time.Duration) (result, error) {
 	}
 	measured := got.Load() - got0
 	elapsed, cpu := m.stop()
+	if hooks.measured != nil {
+		if err := hooks.measured(); err != nil {
+			return fail(err)
+		}
+	}
 	close(stop)
 	if err := <-wdone; err != nil {
 		c.Close()
