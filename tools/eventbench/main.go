@@ -47,7 +47,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"runtime"
 	"runtime/pprof"
 	"runtime/trace"
 	"slices"
@@ -339,8 +338,8 @@ func runParent(cfg config, stdout, stderr io.Writer) error {
 	t0 := time.Now()
 	rep := &report{
 		Command:  "eventbench " + strings.Join(os.Args[1:], " "),
-		Machine:  machine(),
-		LoadAvg:  []string{loadavg()},
+		Machine:  benchharness.Machine(),
+		LoadAvg:  []string{benchharness.LoadAvg()},
 		Rounds:   cfg.rounds,
 		Duration: cfg.duration.String(),
 		ReadBuf:  cfg.readBuf,
@@ -370,34 +369,11 @@ func runParent(cfg config, stdout, stderr io.Writer) error {
 			rep.addRow(w, m, byServer)
 		}
 	}
-	rep.LoadAvg = append(rep.LoadAvg, loadavg())
+	rep.LoadAvg = append(rep.LoadAvg, benchharness.LoadAvg())
 	rep.Elapsed = time.Since(t0).Round(time.Second).String()
 	rep.print(stdout)
 	if cfg.jsonFile != "" {
 		return rep.writeJSON(cfg.jsonFile)
 	}
 	return nil
-}
-
-// machine describes this machine.
-func machine() string {
-	kernel := "?"
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		kernel = strings.TrimSpace(string(b))
-	}
-	return fmt.Sprintf("%s %s/%s, %d CPUs, GOMAXPROCS %d, Linux %s",
-		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), kernel)
-}
-
-// loadavg is /proc/loadavg's 1, 5 and 15 minute averages.
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }

@@ -11,7 +11,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
+
+	"github.com/gatenet/gatenet/internal/benchharness"
 )
 
 // metric is one figure of a workload.
@@ -20,12 +21,6 @@ type metric struct {
 	lower  bool // lower is better
 	value  func(result) float64
 	format func(float64) string
-}
-
-func kilo(x float64) string { return fmt.Sprintf("%.1fk", x/1e3) }
-
-func fixed(prec int) func(float64) string {
-	return func(x float64) string { return fmt.Sprintf("%.*f", prec, x) }
 }
 
 // ratios is the ReadyQueue's figure over another server's.
@@ -100,19 +95,6 @@ func (r row) cell(s stat) string {
 	return fmt.Sprintf("%s (%s–%s)", r.format(s.Med), r.format(s.Min), r.format(s.Max))
 }
 
-func ratioCell(s stat) string { return fmt.Sprintf("%.2f (%.2f–%.2f)", s.Med, s.Min, s.Max) }
-
-func perRound(xs []float64) string {
-	var b strings.Builder
-	for i, x := range xs {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		fmt.Fprintf(&b, "%.2f", x)
-	}
-	return b.String()
-}
-
 // print writes the two markdown tables and what they mean.
 func (rep *report) print(w io.Writer) {
 	fmt.Fprintf(w, "\n## Medians of %d rounds (min–max); RQ = the ReadyQueue server\n\n", rep.Rounds)
@@ -121,14 +103,14 @@ func (rep *report) print(w io.Writer) {
 	for _, r := range rep.Rows {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", r.Workload, r.metric(),
 			r.cell(r.Stats[serverGnet]), r.cell(r.Stats[serverNbio]), r.cell(r.Stats[serverReadyQueue]),
-			ratioCell(r.VsGnet.Stat), ratioCell(r.VsNbio.Stat))
+			benchharness.RatioCell(r.VsGnet.Stat), benchharness.RatioCell(r.VsNbio.Stat))
 	}
 	fmt.Fprintf(w, "\n## The ratios round by round, and the ratio of the medians\n\n")
 	fmt.Fprintln(w, "| workload | metric | RQ/gnet per round | RQ/gnet of medians | RQ/nbio per round | RQ/nbio of medians |")
 	fmt.Fprintln(w, "|---|---|---|---:|---|---:|")
 	for _, r := range rep.Rows {
 		fmt.Fprintf(w, "| %s | %s | %s | %.2f | %s | %.2f |\n", r.Workload, r.metric(),
-			perRound(r.VsGnet.PerRound), r.VsGnet.OfMedians, perRound(r.VsNbio.PerRound), r.VsNbio.OfMedians)
+			benchharness.PerRound(r.VsGnet.PerRound), r.VsGnet.OfMedians, benchharness.PerRound(r.VsNbio.PerRound), r.VsNbio.OfMedians)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "↓: lower is better (for the others, higher is). RQ/gnet and RQ/nbio in the first table: the median",

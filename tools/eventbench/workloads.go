@@ -49,34 +49,34 @@ type workload struct {
 
 var workloads = []workload{
 	{"pingpong", "64-byte echo on one connection, one round trip at a time", []metric{
-		{"round trips/s", false, result.rate, kilo},
-		{"p50 µs", true, extra("p50_us"), fixed(1)},
-		{"p99 µs", true, extra("p99_us"), fixed(1)},
-		{"CPU µs/round trip", true, cpuPerOp, fixed(1)},
+		{"round trips/s", false, result.rate, benchharness.Kilo},
+		{"p50 µs", true, extra("p50_us"), benchharness.Fixed(1)},
+		{"p99 µs", true, extra("p99_us"), benchharness.Fixed(1)},
+		{"CPU µs/round trip", true, cpuPerOp, benchharness.Fixed(1)},
 	}},
 	{"echo-many", "64-byte echo on 1,000 connections at once, a client goroutine each", []metric{
-		{"messages/s", false, result.rate, kilo},
-		{"p50 µs", true, extra("p50_us"), fixed(0)},
-		{"p99 µs", true, extra("p99_us"), fixed(0)},
-		{"CPU µs/message", true, cpuPerOp, fixed(1)},
+		{"messages/s", false, result.rate, benchharness.Kilo},
+		{"p50 µs", true, extra("p50_us"), benchharness.Fixed(0)},
+		{"p99 µs", true, extra("p99_us"), benchharness.Fixed(0)},
+		{"CPU µs/message", true, cpuPerOp, benchharness.Fixed(1)},
 	}},
 	{"bulk", "128 KiB writes echoed back, 8 in flight, one connection", []metric{
-		{"MB/s", false, func(r result) float64 { return float64(r.Bytes) / r.Seconds / 1e6 }, fixed(0)},
-		{"CPU µs/MB", true, func(r result) float64 { return float64(r.CPUNanos) / 1e3 / (float64(r.Bytes) / 1e6) }, fixed(0)},
+		{"MB/s", false, func(r result) float64 { return float64(r.Bytes) / r.Seconds / 1e6 }, benchharness.Fixed(0)},
+		{"CPU µs/MB", true, func(r result) float64 { return float64(r.CPUNanos) / 1e3 / (float64(r.Bytes) / 1e6) }, benchharness.Fixed(0)},
 	}},
 	{"bulk-apart", "bulk with its clients in a process of their own, apart from the server's", []metric{
-		{"MB/s", false, func(r result) float64 { return float64(r.Bytes) / r.Seconds / 1e6 }, fixed(0)},
-		{"server CPU µs/MB", true, func(r result) float64 { return float64(r.CPUNanos) / 1e3 / (float64(r.Bytes) / 1e6) }, fixed(0)},
-		{"client CPU µs/MB", true, func(r result) float64 { return r.Extra["client_cpu_ns"] / 1e3 / (float64(r.Bytes) / 1e6) }, fixed(0)},
+		{"MB/s", false, func(r result) float64 { return float64(r.Bytes) / r.Seconds / 1e6 }, benchharness.Fixed(0)},
+		{"server CPU µs/MB", true, func(r result) float64 { return float64(r.CPUNanos) / 1e3 / (float64(r.Bytes) / 1e6) }, benchharness.Fixed(0)},
+		{"client CPU µs/MB", true, func(r result) float64 { return r.Extra["client_cpu_ns"] / 1e3 / (float64(r.Bytes) / 1e6) }, benchharness.Fixed(0)},
 	}},
 	{"accept", "4 dialers, each: dial, write 1 byte, read it back, close", []metric{
-		{"connections/s", false, result.rate, kilo},
-		{"p50 µs", true, extra("p50_us"), fixed(0)},
-		{"p99 µs", true, extra("p99_us"), fixed(0)},
-		{"CPU µs/connection", true, cpuPerOp, fixed(0)},
+		{"connections/s", false, result.rate, benchharness.Kilo},
+		{"p50 µs", true, extra("p50_us"), benchharness.Fixed(0)},
+		{"p99 µs", true, extra("p99_us"), benchharness.Fixed(0)},
+		{"CPU µs/connection", true, cpuPerOp, benchharness.Fixed(0)},
 	}},
 	{"idle", "heap+stack per idle connection the server holds (10,000 conns)", []metric{
-		{"bytes/conn", true, extra("bytes_per_conn"), fixed(0)},
+		{"bytes/conn", true, extra("bytes_per_conn"), benchharness.Fixed(0)},
 	}},
 }
 
