@@ -46,7 +46,7 @@ func (c *UDPConn) ReadFromUDP(b []byte) (int, *net.UDPAddr, error) {
 		return 0, nil, syscall.EINVAL
 	}
 	if c.groOn() {
-		n, _, _, ap, err := c.readOne(nil, b, nil)
+		n, _, _, ap, err := c.readOne(context.Background(), b, nil)
 		if err != nil {
 			return 0, nil, c.opError("read", c.fd.raddr, wrapSyscallError("recvfrom", err))
 		}
@@ -83,7 +83,7 @@ func (c *UDPConn) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
 		return 0, netip.AddrPort{}, syscall.EINVAL
 	}
 	if c.groOn() {
-		n, _, _, ap, err := c.readOne(nil, b, nil)
+		n, _, _, ap, err := c.readOne(context.Background(), b, nil)
 		if err != nil {
 			return 0, ap, c.opError("read", c.fd.raddr, wrapSyscallError("recvfrom", err))
 		}
@@ -157,7 +157,7 @@ func (c *UDPConn) ReadMsgUDPAddrPort(b, oob []byte) (n, oobn, flags int, addr ne
 		return 0, 0, 0, netip.AddrPort{}, syscall.EINVAL
 	}
 	if c.groOn() {
-		n, oobn, flags, addr, err = c.readOne(nil, b, oob)
+		n, oobn, flags, addr, err = c.readOne(context.Background(), b, oob)
 		if err != nil {
 			addr = rawAddrPort(int(c.fd.family), &unix.RawSockaddrAny{})
 			err = c.opError("read", c.fd.raddr, wrapSyscallError("recvmsg", err))

@@ -3,6 +3,7 @@
 package gatenet
 
 import (
+	"context"
 	"net"
 	"net/netip"
 	"sync"
@@ -94,7 +95,7 @@ func (c *UDPConn) ReadBatch(ms []ipv4.Message, flags int) (int, error) {
 	var err error
 	b.rmu.Lock()
 	if b.gro.Load() {
-		n, err = c.readTrains(nil, b, ms, flags)
+		n, err = c.readTrains(context.Background(), b, ms, flags)
 	} else {
 		n, err = c.readBatchDirect(b, ms, flags)
 	}

@@ -96,7 +96,7 @@ func (c *UDPConn) groOn() bool {
 
 // readTrains fills ms from held trains or, when none are held, from the
 // kernel, waiting (unless flags has MSG_DONTWAIT) until something
-// arrives or ctx (nil: none) is done. b.rmu is held.
+// arrives or ctx is done. b.rmu is held.
 func (c *UDPConn) readTrains(ctx context.Context, b *udpBatch, ms []ipv4.Message, flags int) (int, error) {
 	if flags&^unix.MSG_DONTWAIT != 0 {
 		// MSG_PEEK, MSG_ERRQUEUE…: their answer would be a train.
@@ -118,9 +118,6 @@ func (c *UDPConn) readTrains(ctx context.Context, b *udpBatch, ms []ipv4.Message
 		t.release()
 		if err != unix.EAGAIN || flags&unix.MSG_DONTWAIT != 0 {
 			return 0, err
-		}
-		if ctx == nil {
-			ctx = context.Background()
 		}
 		if err := c.fd.pfd.WaitReadable(ctx); err != nil {
 			return 0, err
