@@ -1,8 +1,10 @@
 //go:build linux
 
-// Package quicsynctest checks that quic-go runs over gatenet's UDP sockets
-// inside a testing/synctest bubble, its timers on the bubble's fake clock.
-// It is a module of its own so that the library's go.mod gains nothing.
+// Package quicsynctest checks quic-go over gatenet's UDP sockets: inside a
+// testing/synctest bubble, its timers on the bubble's fake clock; on the
+// real clock, an HTTP/3 round trip and every optimisation quic-go probes
+// for (http3_test.go). It is a module of its own so that the library's
+// go.mod gains nothing.
 package quicsynctest
 
 import (
