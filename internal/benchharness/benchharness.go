@@ -456,8 +456,7 @@ func (h *Harness) Table(title, rowHeader string, res map[string][]Result, metric
 		row.WriteString("| " + c + " |")
 		for i, m := range metrics {
 			s := StatOf(res[c], m.Value)
-			fmt.Fprintf(&row, " %s (%s–%s) | %.2f |",
-				m.Format(s.Med), m.Format(s.Min), m.Format(s.Max), s.Med/base[i].Med)
+			fmt.Fprintf(&row, " %s | %.2f |", StatCell(s, m.Format), s.Med/base[i].Med)
 		}
 		fmt.Println(row.String())
 	}

@@ -39,3 +39,17 @@ func PerRound(xs []float64) string {
 	}
 	return b.String()
 }
+
+// StatCell is s as "median (min–max)", each figure in format.
+func StatCell(s Stat, format func(float64) string) string {
+	return fmt.Sprintf("%s (%s–%s)", format(s.Med), format(s.Min), format(s.Max))
+}
+
+// MetricName is a metric's name as a table heads it: marked ↓ when lower
+// is better.
+func MetricName(name string, lowerIsBetter bool) string {
+	if lowerIsBetter {
+		return name + " ↓"
+	}
+	return name
+}

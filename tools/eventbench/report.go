@@ -84,16 +84,9 @@ func (rep *report) addRow(w workload, m metric, byServer map[string][]result) {
 	rep.Rows = append(rep.Rows, r)
 }
 
-func (r row) metric() string {
-	if r.LowerIsBetter {
-		return r.Metric + " ↓"
-	}
-	return r.Metric
-}
+func (r row) metric() string { return benchharness.MetricName(r.Metric, r.LowerIsBetter) }
 
-func (r row) cell(s stat) string {
-	return fmt.Sprintf("%s (%s–%s)", r.format(s.Med), r.format(s.Min), r.format(s.Max))
-}
+func (r row) cell(s stat) string { return benchharness.StatCell(s, r.format) }
 
 // print writes the two markdown tables and what they mean.
 func (rep *report) print(w io.Writer) {

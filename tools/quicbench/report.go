@@ -148,16 +148,9 @@ func (rep *report) addOpts(byConn map[string][]result) {
 	}
 }
 
-func (r row) metric() string {
-	if r.LowerIsBetter {
-		return r.Metric + " ↓"
-	}
-	return r.Metric
-}
+func (r row) metric() string { return benchharness.MetricName(r.Metric, r.LowerIsBetter) }
 
-func (r row) cell(s stat) string {
-	return fmt.Sprintf("%s (%s–%s)", r.format(s.Med), r.format(s.Min), r.format(s.Max))
-}
+func (r row) cell(s stat) string { return benchharness.StatCell(s, r.format) }
 
 func yesNo(b bool) string {
 	if b {
