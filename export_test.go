@@ -33,3 +33,7 @@ func ShardOf(c Pollable) int { return c.descriptor().Desc().Shard() }
 // LocalAddrKnown reports whether c's local address has been learnt (it is
 // learnt when first asked for, localaddr.go, or by placeBesidePeer).
 func LocalAddrKnown(c *TCPConn) bool { return c.fd.laddr.Load() != nil }
+
+// Private reports whether c's reads and writes may keep their P: a socket
+// gatenet made, never handed out (internal/poll/fd_sys.go).
+func Private(c Pollable) bool { return c.descriptor().Private() }

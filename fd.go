@@ -253,6 +253,7 @@ func (fd *netFD) newAccepted(s int, rsa unix.Sockaddr) (*netFD, error) {
 	if err != nil {
 		return nil, err
 	}
+	nfd.pfd.MarkPrivate() // accept4(2) made it non-blocking
 	if f := fd.pfd.Faults(); f != nil {
 		if err := nfd.pfd.SetFaults(f); err != nil {
 			nfd.Close()

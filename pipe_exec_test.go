@@ -57,6 +57,8 @@ func runChildMode(mode string) int {
 			return 1
 		}
 		os.Stdout.WriteString(strconv.Itoa(gc.Process.Pid) + "\n")
+	case strings.HasPrefix(mode, "blocking-read:"): // fd_private_test.go
+		return blockingReadChild(strings.TrimPrefix(mode, "blocking-read:"))
 	default:
 		return 2
 	}

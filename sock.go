@@ -45,6 +45,7 @@ func socket(ctx context.Context, network string, family, sotype, proto int, ipv6
 	if err != nil {
 		return nil, err
 	}
+	fd.pfd.MarkPrivate() // socket(2) made it non-blocking; Control, if set, hands it out
 	if cfg.faults != nil {
 		if err := fd.pfd.SetFaults(cfg.faults); err != nil {
 			fd.Close()

@@ -161,7 +161,7 @@ func (c *TCPConn) MultipathTCP() (bool, error) {
 		return false, syscall.EINVAL
 	}
 	using := false
-	c.fd.pfd.RawControl(func(s uintptr) { using = usingMultipathTCP(int(s)) })
+	c.fd.pfd.Control(func(s int) error { using = usingMultipathTCP(s); return nil }) // not RawControl: the number stays gatenet's
 	return using, nil
 }
 

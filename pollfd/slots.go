@@ -55,6 +55,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -197,10 +198,14 @@ func (s *parkSlot) listWoke(uintptr) bool {
 var eventfdOne = [8]byte{1} // native-endian 1 on every little-endian Linux port; any non-zero value wakes
 
 // signal is the waker's half: one eventfd write, a new edge for the
-// runtime's poller. Called with the waiter's mu held.
+// runtime's poller. Called with the waiter's mu held. A raw system call:
+// a write to a non-blocking eventfd of the shard's own never waits, and
+// the drain loop that makes it, often the first goroutine to run after
+// every P went idle, would otherwise wake sysmon from its deep sleep for
+// nothing (internal/poll/fd_sys.go says what that costs).
 func (s *parkSlot) signal() {
 	for {
-		_, err := unix.Write(s.efd, eventfdOne[:])
+		_, _, err := unix.RawSyscall(unix.SYS_WRITE, uintptr(s.efd), uintptr(unsafe.Pointer(&eventfdOne[0])), uintptr(len(eventfdOne)))
 		if err != unix.EINTR {
 			return // EAGAIN (a saturated counter) is still readable: the waiter is woken
 		}

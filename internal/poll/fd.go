@@ -53,7 +53,8 @@ type FD struct {
 	// flags: flagBlocking, O_NONBLOCK cleared (Close neither waits nor
 	// interrupts); flagFaults, a fault layer is attached (fd_faults.go);
 	// flagBubble, paired with its peer in a synctest bubble (fd_bubble.go);
-	// flagWatched and flagDrained, a ReadyList's (fd_wait.go).
+	// flagWatched and flagDrained, a ReadyList's (fd_wait.go); flagPrivate,
+	// a socket whose reads and writes may keep the P (fd_sys.go).
 	flags atomic.Uint32
 }
 
@@ -63,6 +64,7 @@ const (
 	flagBubble
 	flagWatched // a ReadyList watches it (fd_wait.go)
 	flagDrained // its last read, since the read side's last Prepare, left nothing to read (fd_wait.go)
+	flagPrivate // a socket gatenet made, never handed out: raw system calls (fd_sys.go)
 )
 
 // AnyShard lets the poller choose the shard (round-robin).
@@ -336,7 +338,7 @@ func (fd *FD) ReadContext(ctx context.Context, p []byte) (int, error) {
 		if fd.hooked() {
 			n, err = fd.readHooked(p, calls)
 		} else {
-			n, err = ignoringEINTRIO(unix.Read, fd.Sysfd, p)
+			n, err = fd.read(p)
 		}
 		if err != nil {
 			n = 0
@@ -380,7 +382,7 @@ func (fd *FD) WriteContext(ctx context.Context, p []byte) (int, error) {
 		if fd.hooked() {
 			n, err = fd.writeHooked(b, calls)
 		} else {
-			n, err = ignoringEINTRIO(unix.Write, fd.Sysfd, b)
+			n, err = fd.write(b)
 		}
 		if n > len(b) {
 			badWrite(n, len(b))
@@ -538,6 +540,7 @@ func (fd *FD) SetBlocking() error {
 	}
 	defer fd.Decref()
 	fd.flags.Or(flagBlocking)
+	fd.flags.And(^uint32(flagPrivate))
 	return unix.SetNonblock(fd.Sysfd, false)
 }
 
@@ -575,22 +578,13 @@ func (fd *FD) Control(call func(sysfd int) error) error {
 
 // ignoringEINTR retries fn while a signal interrupts it. Go's handlers
 // use SA_RESTART, but EINTR still occurs (internal/poll cites
-// golang.org/issue/22838 and others). ignoringEINTRIO and ignoringEINTRAt
-// are the same for I/O calls, without a closure.
+// golang.org/issue/22838 and others). ignoringEINTRAt is the same for
+// pread(2) and pwrite(2), without a closure; read(2), write(2) and the
+// socket calls retry it in fd_sys.go.
 func ignoringEINTR(fn func() error) error {
 	for {
 		if err := fn(); err != unix.EINTR {
 			return err
-		}
-	}
-}
-
-// ignoringEINTRIO is ignoringEINTR for read(2) and write(2).
-func ignoringEINTRIO(fn func(int, []byte) (int, error), fd int, p []byte) (int, error) {
-	for {
-		n, err := fn(fd, p)
-		if err != unix.EINTR {
-			return n, err
 		}
 	}
 }

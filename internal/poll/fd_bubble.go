@@ -66,8 +66,11 @@ func (fd *FD) SentInBubble() {
 
 // HandedOut records that fd's number is leaving gatenet's hands (Dup, a
 // RawConn, a File's Fd): bytes can now reach it, or its peer, by system
-// calls gatenet does not see, so neither parks durably from now on.
+// calls gatenet does not see, so neither parks durably from now on; and
+// its open file description may be shared, so its calls no longer keep
+// the P (fd_sys.go).
 func (fd *FD) HandedOut() {
+	fd.flags.And(^uint32(flagPrivate))
 	if fd.pd != nil && descInBubble(fd.pd) {
 		unpair(fd.pd)
 		fd.flags.And(^uint32(flagBubble))

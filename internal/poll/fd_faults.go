@@ -129,7 +129,7 @@ func (fd *FD) dropFaults() {
 //go:noinline
 func (fd *FD) readHooked(p []byte, calls int) (int, error) {
 	n, err := fd.hookStep(pollfd.ModeRead, calls, len(p), nil, func(limit int) (int, error) {
-		return ignoringEINTRIO(unix.Read, fd.Sysfd, p[:limit])
+		return fd.read(p[:limit])
 	})
 	fd.noteDrained(n, len(p), err)
 	return n, err
@@ -137,7 +137,7 @@ func (fd *FD) readHooked(p []byte, calls int) (int, error) {
 
 //go:noinline
 func (fd *FD) writeHooked(p []byte, calls int) (int, error) {
-	write := func(limit int) (int, error) { return ignoringEINTRIO(unix.Write, fd.Sysfd, p[:limit]) }
+	write := func(limit int) (int, error) { return fd.write(p[:limit]) }
 	if fd.isStream {
 		return fd.hookStep(pollfd.ModeWrite, calls, len(p), nil, write)
 	}
@@ -153,7 +153,7 @@ func (fd *FD) writevHooked(iovecs []unix.Iovec, calls int) (int, error) {
 	for _, iov := range iovecs {
 		size += int(iov.Len)
 	}
-	call := func(limit int) (int, error) { return writev(fd.Sysfd, cutIovecs(iovecs, limit)) }
+	call := func(limit int) (int, error) { return fd.writev(cutIovecs(iovecs, limit)) }
 	if fd.isStream {
 		return fd.hookStep(pollfd.ModeWrite, calls, size, nil, call)
 	}

@@ -54,21 +54,21 @@ func (fd *FD) mmsg(mode pollfd.Mode, trap uintptr, hs []Mmsghdr, flags int, held
 		return 0, nil
 	}
 	var got int
+	size := mmsgCapacity(hs)
 	_, err := fd.ioLoop(mode, nil, func() (int, error) {
 		if held != nil {
 			if got = held(); got > 0 {
 				return 0, nil
 			}
 		}
-		r, _, e := unix.Syscall6(trap, uintptr(fd.Sysfd), uintptr(unsafe.Pointer(&hs[0])),
-			uintptr(len(hs)), uintptr(flags), 0, 0)
+		r, e := fd.sys6(trap, unsafe.Pointer(&hs[0]), uintptr(len(hs)), uintptr(flags), nil, nil, size)
 		if e == unix.EAGAIN && flags&unix.MSG_DONTWAIT != 0 {
 			return 0, errDontWait
 		}
 		if e != 0 {
 			return 0, e
 		}
-		got = int(r)
+		got = r
 		return mmsgBytes(hs[:got]), nil
 	})
 	if err == errDontWait {
@@ -87,6 +87,19 @@ var errDontWait = &dontWaitError{}
 type dontWaitError struct{}
 
 func (*dontWaitError) Error() string { return "poll: EAGAIN under MSG_DONTWAIT" }
+
+// mmsgCapacity is how many bytes hs's buffers hold, counted until it
+// passes rawIOMax (fd_sys.go).
+func mmsgCapacity(hs []Mmsghdr) int {
+	n := 0
+	for i := 0; i < len(hs) && n <= rawIOMax; i++ {
+		h := &hs[i].Hdr
+		for _, iov := range unsafe.Slice(h.Iov, h.Iovlen) {
+			n += int(iov.Len)
+		}
+	}
+	return n
+}
 
 // mmsgBytes is the payload the calls moved: what the fault layer counts.
 func mmsgBytes(hs []Mmsghdr) int {

@@ -90,12 +90,12 @@ func (fd *FD) ReadFromRaw(p []byte, from *unix.RawSockaddrAny) (int, error) {
 	}
 	n, err := fd.ioLoop(pollfd.ModeRead, nil, func() (int, error) {
 		fromLen := uint32(unix.SizeofSockaddrAny)
-		r, _, e := unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd.Sysfd), uintptr(buf), uintptr(len(p)), 0,
-			uintptr(unsafe.Pointer(from)), uintptr(unsafe.Pointer(&fromLen)))
+		r, e := fd.sys6(unix.SYS_RECVFROM, buf, uintptr(len(p)), 0,
+			unsafe.Pointer(from), unsafe.Pointer(&fromLen), len(p))
 		if e != 0 {
 			return 0, e
 		}
-		return int(r), nil
+		return r, nil
 	})
 	return n, fd.eofError(n, err)
 }
@@ -139,11 +139,11 @@ func (fd *FD) ReadMsgRaw(p, oob []byte, flags int, from *unix.RawSockaddrAny) (n
 	n, err = fd.ioLoop(pollfd.ModeRead, nil, func() (int, error) {
 		msg.Name = (*byte)(unsafe.Pointer(from))
 		msg.Namelen = unix.SizeofSockaddrAny
-		r, _, e := unix.Syscall(unix.SYS_RECVMSG, uintptr(fd.Sysfd), uintptr(unsafe.Pointer(&msg)), uintptr(flags))
+		r, e := fd.sys3(unix.SYS_RECVMSG, unsafe.Pointer(&msg), uintptr(flags), len(p)+len(oob))
 		if e != 0 {
 			return -1, e
 		}
-		return int(r), nil
+		return r, nil
 	})
 	if err != nil {
 		return n, 0, 0, err // -1 from recvmsg(2), 0 if it was never called
@@ -163,8 +163,8 @@ func (fd *FD) WriteMsgRaw(p, oob []byte, sa unsafe.Pointer, salen uint32) (int, 
 	msg.Namelen = salen
 	out := datagram{p: p, oob: oob, sa: sa, salen: salen}
 	n, err := fd.ioLoop(pollfd.ModeWrite, &out, func() (int, error) {
-		r, _, e := unix.Syscall(unix.SYS_SENDMSG, uintptr(fd.Sysfd), uintptr(unsafe.Pointer(&msg)), 0)
-		return int(r), errnoErr(e)
+		r, e := fd.sys3(unix.SYS_SENDMSG, unsafe.Pointer(&msg), 0, len(p)+len(oob))
+		return r, errnoErr(e)
 	})
 	if err != nil {
 		return 0, 0, err

@@ -65,7 +65,7 @@ func (fd *FD) Writev(v *[][]byte) (int64, error) {
 		if fd.hooked() {
 			wrote, err = fd.writevHooked(iovecs, calls)
 		} else {
-			wrote, err = writev(fd.Sysfd, iovecs)
+			wrote, err = fd.writev(iovecs)
 		}
 		n += int64(wrote)
 		consume(v, int64(wrote))
@@ -90,12 +90,16 @@ func (fd *FD) Writev(v *[][]byte) (int64, error) {
 }
 
 // writev wraps writev(2); a failed call wrote nothing.
-func writev(fd int, iovecs []unix.Iovec) (int, error) {
-	r, _, e := unix.Syscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&iovecs[0])), uintptr(len(iovecs)))
+func (fd *FD) writev(iovecs []unix.Iovec) (int, error) {
+	size := 0
+	for i := 0; i < len(iovecs) && size <= rawIOMax; i++ {
+		size += int(iovecs[i].Len)
+	}
+	r, e := fd.sys3(unix.SYS_WRITEV, unsafe.Pointer(&iovecs[0]), uintptr(len(iovecs)), size)
 	if e != 0 {
 		return 0, e
 	}
-	return int(r), nil
+	return r, nil
 }
 
 // consume removes n bytes from the front of *v, as net.Buffers does.
