@@ -53,8 +53,9 @@ type FD struct {
 	// flags: flagBlocking, O_NONBLOCK cleared (Close neither waits nor
 	// interrupts); flagFaults, a fault layer is attached (fd_faults.go);
 	// flagBubble, paired with its peer in a synctest bubble (fd_bubble.go);
-	// flagWatched and flagDrained, a ReadyList's (fd_wait.go); flagPrivate,
-	// a socket whose reads and writes may keep the P (fd_sys.go).
+	// flagWatched, flagDrained and flagFilled, a ReadyList's (fd_wait.go);
+	// flagPrivate, a socket whose reads and writes may keep the P
+	// (fd_sys.go).
 	flags atomic.Uint32
 }
 
@@ -65,6 +66,7 @@ const (
 	flagWatched // a ReadyList watches it (fd_wait.go)
 	flagDrained // its last read, since the read side's last Prepare, left nothing to read (fd_wait.go)
 	flagPrivate // a socket gatenet made, never handed out: raw system calls (fd_sys.go)
+	flagFilled  // a read since the last Watch filled its buffer (fd_wait.go)
 )
 
 // AnyShard lets the poller choose the shard (round-robin).

@@ -93,21 +93,25 @@ func (fd *FD) Watch(l *pollfd.ReadyList, v any) error {
 	if fd.pd == nil {
 		return errUnwatchable
 	}
-	drained := fd.flags.Load()&flagDrained != 0
+	flags := fd.flags.Load()
+	if flags&flagFilled != 0 {
+		fd.flags.And(^uint32(flagFilled))
+	}
 	if err := fd.pd.Watch(l, v); err != nil {
 		return convertPollErr(err, fd.isFile)
 	}
 	fd.flags.Or(flagWatched)
-	if drained {
+	if flags&(flagDrained|flagFilled) == flagDrained {
 		// The last read found nothing left, and every edge since its
 		// Prepare is in the gate's Ready, which Watch reports: nothing
 		// to look at (noteDrained).
 		return nil
 	}
-	// Readiness from before the Watch raised no edge: look now. Any edge
-	// from here on is reported by the poller; NotifyReady is a no-op if
-	// that already happened.
-	if ready, err := pollNow(fd.Sysfd, unix.POLLIN|unix.POLLRDHUP); err == nil && ready {
+	// Readiness from before the Watch raised no edge, or, after a turn
+	// that filled a buffer, an edge the drain loop may not have
+	// delivered yet: look now. Any edge from here on is reported by the
+	// poller; NotifyReady is a no-op if that already happened.
+	if ready, err := probeReadable(fd.Sysfd, unix.POLLIN|unix.POLLRDHUP); err == nil && ready {
 		fd.pd.NotifyReady()
 	}
 	return nil
@@ -165,12 +169,23 @@ func (fd *FD) IsStream() bool { return fd.isStream }
 // Prepare cleared the gate's Ready before the read, so an edge since then
 // is in Ready, and Watch reports it. Any later Prepare on the read side
 // clears the record.
+//
+// Unless a read since the last Watch filled its buffer (flagFilled): the
+// conn is streaming, its next bytes have likely come while the worker
+// wrote the last ones back, and their edge is in the kernel's ready list
+// but not yet in Ready, which only the drain loop's delivery sets. Then
+// Watch looks (one ppoll(2) a turn), and the worker takes the conn again
+// at once rather than sleeping until that delivery wakes it
+// (docs/DESIGN.md, "ReadyList and ReadyQueue").
 func (fd *FD) noteDrained(n, size int, err error) {
 	if fd.flags.Load()&flagWatched == 0 || fd.faulted() || !fd.isStream || fd.isFile {
 		return
 	}
-	if err == unix.EAGAIN || (err == nil && n > 0 && n < size) {
+	switch {
+	case err == unix.EAGAIN || (err == nil && n > 0 && n < size):
 		fd.flags.Or(flagDrained)
+	case err == nil && n == size && fd.flags.Load()&flagFilled == 0:
+		fd.flags.Or(flagFilled)
 	}
 }
 
@@ -178,9 +193,12 @@ func (fd *FD) noteDrained(n, size int, err error) {
 func (fd *FD) Unwatch() {
 	if fd.pd != nil {
 		fd.pd.Unwatch()
-		fd.flags.And(^uint32(flagWatched | flagDrained))
+		fd.flags.And(^uint32(flagWatched | flagDrained | flagFilled))
 	}
 }
+
+// probeReadable is Watch's pollNow; tests count its calls.
+var probeReadable = pollNow
 
 // pollNow reports whether fd is ready for events, or in an error or
 // hang-up state an I/O call would report at once: ppoll(2) with a zero
