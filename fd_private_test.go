@@ -72,10 +72,10 @@ func TestPrivateSockets(t *testing.T) {
 	assert.True(t, gatenet.Private(u), "a datagram socket")
 }
 
-// TestHandedOutBlockingDescriptor: a conn whose description was made
-// blocking behind gatenet's back — through the *os.File of File, which
-// shares it, or by a Dialer's Control — blocks only its own thread in a
-// read, as over net: a garbage
+// TestHandedOutBlockingDescriptor: a ReadyQueue member whose description
+// was made blocking behind gatenet's back — through the *os.File of File,
+// which shares it, or by a Dialer's Control — blocks only its own thread
+// in a read, as over net: a garbage
 // collection, which must stop every P, completes while the read waits in
 // the kernel. Were the read a raw system call it would hold its P, and
 // the collection, and the program, would wait for the peer. Each case
@@ -104,8 +104,9 @@ func runToEnd(ctx context.Context, cmd *exec.Cmd) ([]byte, error) {
 }
 
 // blockingReadChild is the child's side of TestHandedOutBlockingDescriptor:
-// a dialled conn made blocking as how says, a read that waits in the
-// kernel, a collection, and then the byte that ends the read.
+// a dialled conn made blocking as how says and added to a ReadyQueue, a
+// read that waits in the kernel, a collection, and then the byte that
+// ends the read.
 func blockingReadChild(how string) int {
 	ln, err := gatenet.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -145,6 +146,11 @@ func blockingReadChild(how string) int {
 		return 6
 	}
 	defer s.Close()
+	q := gatenet.NewReadyQueue() // a member's reads are the ones that may keep the P
+	defer q.Close()
+	if err := q.Add(c.(gatenet.Pollable)); err != nil {
+		return 10
+	}
 	if fl, err := unix.FcntlInt(uintptr(sysfd(c)), unix.F_GETFL, 0); err != nil || fl&unix.O_NONBLOCK != 0 {
 		os.Stderr.WriteString("the conn is still non-blocking\n")
 		return 7

@@ -3,7 +3,7 @@
 package poll
 
 // How an I/O loop enters the kernel: syscall.Syscall, as internal/poll
-// does, or syscall.RawSyscall on a private socket.
+// does, or syscall.RawSyscall on a private socket a ReadyList watches.
 //
 // Syscall tells the scheduler that the thread may block (entersyscall):
 // the P is left in _Psyscall, and sysmon hands it to another thread if
@@ -15,12 +15,18 @@ package poll
 // non-blocking socket never waits for its peer: it copies what there is
 // or what fits and returns, EAGAIN if nothing, in the time the copy and
 // the protocol take — tens of µs for 64 KiB on loopback, where the write
-// also runs the receiver's side. Handing the P over for that is a thread
-// wake-up and two context switches spent to gain nothing, and a server
-// that goes idle between bursts pays it on every burst (docs/DESIGN.md,
-// "Raw system calls"; docs/PERFORMANCE.md has the measurement). So the
-// loops use RawSyscall, which keeps the P, when all of these hold (rawIO):
+// also runs the receiver's side. For a ReadyQueue's worker, which makes
+// such calls back to back and never parks in them, and goes idle between
+// bursts, the hand-off is a thread wake-up and two context switches per
+// burst spent to gain nothing (docs/DESIGN.md, "Raw system calls";
+// docs/PERFORMANCE.md has the measurement). So the loops use RawSyscall,
+// which keeps the P, when all of these hold (rawIO):
 //
+//   - A ReadyList watches the descriptor (flagWatched): its I/O is a
+//     worker's turn. A conn used the blocking way keeps Syscall: with
+//     raw calls its reader, readied while the writer held its P, took
+//     one-way bulk in smaller reads, at more CPU per MB than with
+//     Syscall (docs/PERFORMANCE.md).
 //   - The descriptor is private (flagPrivate): a socket gatenet made
 //     itself, socket(2) or accept4(2) with SOCK_NONBLOCK, whose number
 //     has never left gatenet. O_NONBLOCK belongs to the open file
@@ -54,8 +60,8 @@ import (
 const rawIOMax = 256 << 10
 
 // MarkPrivate records that the descriptor is a socket gatenet made with
-// SOCK_NONBLOCK and has not handed out: its reads and writes may be raw
-// system calls (see the top of this file).
+// SOCK_NONBLOCK and has not handed out: while a ReadyList watches it, its
+// reads and writes may be raw system calls (see the top of this file).
 func (fd *FD) MarkPrivate() {
 	if fd.pd != nil {
 		fd.flags.Or(flagPrivate)
@@ -68,7 +74,8 @@ func (fd *FD) Private() bool { return fd.flags.Load()&flagPrivate != 0 }
 
 // rawIO reports whether a call moving size bytes may keep the P.
 func (fd *FD) rawIO(size int) bool {
-	return size <= rawIOMax && fd.flags.Load()&(flagPrivate|flagBlocking) == flagPrivate
+	const want = flagPrivate | flagWatched
+	return size <= rawIOMax && fd.flags.Load()&(want|flagBlocking) == want
 }
 
 // sys3 is the system call trap(Sysfd, p, a3), moving at most size bytes,

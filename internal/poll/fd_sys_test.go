@@ -27,17 +27,35 @@ func socketFD(t *testing.T) (*FD, int) {
 	return fd, fds[1]
 }
 
+// watchedFD is socketFD's descriptor, watched by a ReadyList.
+func watchedFD(t *testing.T) (*FD, int) {
+	t.Helper()
+	fd, peer := socketFD(t)
+	l := pollfd.NewReadyList()
+	t.Cleanup(l.Close)
+	require.NoError(t, fd.Watch(l, nil))
+	return fd, peer
+}
+
 func TestRawIOOnlyWhilePrivate(t *testing.T) {
 	t.Run("not marked", func(t *testing.T) {
-		fd, _ := socketFD(t)
+		fd, _ := watchedFD(t)
 		assert.False(t, fd.rawIO(1))
 	})
-	t.Run("marked", func(t *testing.T) {
+	t.Run("marked, not watched", func(t *testing.T) {
 		fd, _ := socketFD(t)
+		fd.MarkPrivate()
+		assert.True(t, fd.Private())
+		assert.False(t, fd.rawIO(1), "a conn used the blocking way keeps Syscall")
+	})
+	t.Run("marked and watched", func(t *testing.T) {
+		fd, _ := watchedFD(t)
 		fd.MarkPrivate()
 		assert.True(t, fd.rawIO(0))
 		assert.True(t, fd.rawIO(rawIOMax))
 		assert.False(t, fd.rawIO(rawIOMax+1), "a call moving more than rawIOMax gives up its P")
+		fd.Unwatch()
+		assert.False(t, fd.rawIO(1), "unwatched")
 	})
 	for name, handOut := range map[string]func(*FD) error{
 		"Dup": func(fd *FD) error {
@@ -53,7 +71,7 @@ func TestRawIOOnlyWhilePrivate(t *testing.T) {
 		"SetBlocking": func(fd *FD) error { return fd.SetBlocking() },
 	} {
 		t.Run(name, func(t *testing.T) {
-			fd, _ := socketFD(t)
+			fd, _ := watchedFD(t)
 			fd.MarkPrivate()
 			require.NoError(t, handOut(fd))
 			assert.False(t, fd.Private())
@@ -75,10 +93,11 @@ func TestRawIOOnlyWhilePrivate(t *testing.T) {
 // and report EAGAIN and EOF alike.
 func TestRawIOMovesBytes(t *testing.T) {
 	for _, private := range []bool{false, true} {
-		fd, peer := socketFD(t)
+		fd, peer := watchedFD(t)
 		if private {
 			fd.MarkPrivate()
 		}
+		require.Equal(t, private, fd.rawIO(8))
 		buf := make([]byte, 8)
 		n, err := fd.read(buf)
 		assert.Equal(t, -1, n)
