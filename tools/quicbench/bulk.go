@@ -9,16 +9,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"os"
 	"strconv"
@@ -29,6 +23,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gatenet/gatenet"
+	"github.com/gatenet/gatenet/tlstest"
 )
 
 // The socket kinds, in the order each round runs them.
@@ -89,35 +84,6 @@ var pattern = func() []byte {
 	}
 	return b
 }()
-
-// selfSigned makes the server's certificate: ECDSA P-256, for localhost
-// and 127.0.0.1, valid for a day.
-func selfSigned() (tls.Certificate, *x509.Certificate, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return tls.Certificate{}, nil, err
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "quicbench"},
-		DNSNames:     []string{"localhost"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return tls.Certificate{}, nil, err
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		return tls.Certificate{}, nil, err
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, leaf, nil
-}
 
 // sideOpts is what quic-go enables on one side's socket, determined
 // directly (not from its log): the interfaces of the wrapper it was
@@ -226,14 +192,17 @@ func takeMark(srv, cli *counters, read int64) mark {
 // bulk moves size bytes over one stream on two sockets of the kind and
 // returns the measured part. Its set-up steps are marked on logw.
 func bulk(kind string, size int64, limit time.Duration, logw io.Writer) (result, error) {
-	cert, leaf, err := selfSigned()
+	ca, err := tlstest.NewCA()
 	if err != nil {
 		return result{}, err
 	}
-	roots := x509.NewCertPool()
-	roots.AddCert(leaf)
+	cert, err := ca.Leaf(tlstest.ECDSA)
+	if err != nil {
+		return result{}, err
+	}
 	srvTLS := &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{alpn}}
-	cliTLS := &tls.Config{RootCAs: roots, ServerName: "localhost", NextProtos: []string{alpn}}
+	cliTLS := ca.ClientConfig()
+	cliTLS.ServerName, cliTLS.NextProtos = "localhost", []string{alpn}
 	conf := &quic.Config{} // quic-go's defaults
 
 	srvSock, err := listenUDP(kind)

@@ -58,14 +58,7 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("no row for %s", m.name)
 		}
 	}
-	b, err := os.ReadFile(jsonFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep := readReport(t, jsonFile)
 	if len(rep.Results) != len(connNames) {
 		t.Fatalf("%d results in the JSON, want %d", len(rep.Results), len(connNames))
 	}
@@ -240,7 +233,18 @@ func TestPerfSmoke(t *testing.T) {
 	if !strings.Contains(out.String(), "| perf: all syscalls/MB") {
 		t.Errorf("no perf rows:\n%s", out.String())
 	}
-	b, err := os.ReadFile(jsonFile)
+	rep := readReport(t, jsonFile)
+	for _, r := range rep.Results {
+		if r.Perf[perfAll] <= 0 {
+			t.Errorf("%s: perf counted %v", r.Conn, r.Perf)
+		}
+	}
+}
+
+// readReport reads the -json file a run wrote.
+func readReport(t *testing.T, path string) report {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,9 +252,5 @@ func TestPerfSmoke(t *testing.T) {
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range rep.Results {
-		if r.Perf[perfAll] <= 0 {
-			t.Errorf("%s: perf counted %v", r.Conn, r.Perf)
-		}
-	}
+	return rep
 }
