@@ -54,7 +54,10 @@ func (fd *FD) mmsg(mode pollfd.Mode, trap uintptr, hs []Mmsghdr, flags int, held
 		return 0, nil
 	}
 	var got int
-	size := mmsgCapacity(hs)
+	size := rawIOMax + 1 // counted only where it can matter
+	if fd.keepsP() {
+		size = mmsgCapacity(hs)
+	}
 	_, err := fd.ioLoop(mode, nil, func() (int, error) {
 		if held != nil {
 			if got = held(); got > 0 {

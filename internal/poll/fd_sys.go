@@ -73,9 +73,13 @@ func (fd *FD) MarkPrivate() {
 func (fd *FD) Private() bool { return fd.flags.Load()&flagPrivate != 0 }
 
 // rawIO reports whether a call moving size bytes may keep the P.
-func (fd *FD) rawIO(size int) bool {
+func (fd *FD) rawIO(size int) bool { return size <= rawIOMax && fd.keepsP() }
+
+// keepsP reports whether the descriptor's calls may keep the P, whatever
+// their size: callers that must add sizes up ask it first.
+func (fd *FD) keepsP() bool {
 	const want = flagPrivate | flagWatched
-	return size <= rawIOMax && fd.flags.Load()&(want|flagBlocking) == want
+	return fd.flags.Load()&(want|flagBlocking) == want
 }
 
 // sys3 is the system call trap(Sysfd, p, a3), moving at most size bytes,

@@ -91,9 +91,12 @@ func (fd *FD) Writev(v *[][]byte) (int64, error) {
 
 // writev wraps writev(2); a failed call wrote nothing.
 func (fd *FD) writev(iovecs []unix.Iovec) (int, error) {
-	size := 0
-	for i := 0; i < len(iovecs) && size <= rawIOMax; i++ {
-		size += int(iovecs[i].Len)
+	size := rawIOMax + 1 // counted only where it can matter
+	if fd.keepsP() {
+		size = 0
+		for i := 0; i < len(iovecs) && size <= rawIOMax; i++ {
+			size += int(iovecs[i].Len)
+		}
 	}
 	r, e := fd.sys3(unix.SYS_WRITEV, unsafe.Pointer(&iovecs[0]), uintptr(len(iovecs)), size)
 	if e != 0 {
