@@ -201,18 +201,7 @@ func (c *UDPConn) writeTo(b []byte, addr *net.UDPAddr) (int, error) {
 		// As the unix.Sockaddr conversion inside sendto reports it.
 		return 0, wrapSyscallError("sendto", unix.EINVAL)
 	}
-	ap = netip.AddrPortFrom(ap.Addr(), uint16(addr.Port))
-	var sa rawInetSockaddr
-	if err := addrPortToRaw(int(c.fd.family), ap, &sa); err != nil {
-		return 0, err
-	}
-	var to []*netFD
-	if c.fd.bubbleDgram {
-		to = c.fd.bubbleSending(rawDatagramKey(&sa))
-	}
-	n, err := c.fd.pfd.WriteToRaw(b, unsafe.Pointer(&sa.raw), sa.len)
-	c.fd.bubbleSent(to, err)
-	return n, wrapSyscallError("sendto", err)
+	return c.fd.sendTo(b, netip.AddrPortFrom(ap.Addr(), uint16(addr.Port)))
 }
 
 // ipToAddrPort is ipToSockaddr yielding a netip.AddrPort (familyIP's
@@ -264,16 +253,23 @@ func (c *UDPConn) writeToAddrPort(b []byte, addr netip.AddrPort) (int, error) {
 	if !addr.IsValid() {
 		return 0, errMissingAddress
 	}
+	return c.fd.sendTo(b, addr)
+}
+
+// sendTo sends b to ap as one datagram: sendto(2) with the sockaddr built
+// on the stack, so that a send allocates nothing; in a synctest bubble
+// it wakes the bubble's readers of ap once the datagram is sent.
+func (fd *netFD) sendTo(b []byte, ap netip.AddrPort) (int, error) {
 	var sa rawInetSockaddr
-	if err := addrPortToRaw(int(c.fd.family), addr, &sa); err != nil {
+	if err := addrPortToRaw(int(fd.family), ap, &sa); err != nil {
 		return 0, err
 	}
 	var to []*netFD
-	if c.fd.bubbleDgram {
-		to = c.fd.bubbleSending(rawDatagramKey(&sa))
+	if fd.bubbleDgram {
+		to = fd.bubbleSending(rawDatagramKey(&sa))
 	}
-	n, err := c.fd.pfd.WriteToRaw(b, unsafe.Pointer(&sa.raw), sa.len)
-	c.fd.bubbleSent(to, err)
+	n, err := fd.pfd.WriteToRaw(b, unsafe.Pointer(&sa.raw), sa.len)
+	fd.bubbleSent(to, err)
 	return n, wrapSyscallError("sendto", err)
 }
 
