@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -79,20 +80,37 @@ func TestFaultsDatagramCalls(t *testing.T) {
 		})
 		return w, r
 	}
-	// receive reads datagrams with read until none comes for wait.
-	receive := func(t *testing.T, read func([]byte) (int, error), setDeadline func(time.Time) error, wait time.Duration) []byte {
+	// receive reads from r with read the want datagrams the test expects
+	// (each within a minute, a hang detector), then goes on until none
+	// comes for quiet, so that any beyond them is caught too; it returns
+	// what it read. A quiet wait that ends with a datagram still queued in
+	// the kernel passed before the read looked (a loaded machine): it is
+	// waited again, longer.
+	receive := func(t *testing.T, r syscall.Conn, read func([]byte) (int, error), setDeadline func(time.Time) error, want int, quiet time.Duration) []byte {
 		var got []byte
 		buf := make([]byte, 16)
-		for {
-			setDeadline(time.Now().Add(wait))
+		readOne := func(d time.Duration) bool {
+			setDeadline(time.Now().Add(d))
 			n, err := read(buf)
 			if errors.Is(err, os.ErrDeadlineExceeded) {
-				return got
+				return false
 			}
 			require.NoError(t, err)
 			require.Equal(t, 1, n)
 			got = append(got, buf[0])
+			return true
 		}
+		for len(got) < want {
+			if !readOne(time.Minute) {
+				break // too few: the caller's check says so
+			}
+		}
+		testutil.RetrySlow(t, quiet, "the read looked at the datagrams queued", func(d time.Duration) bool {
+			for readOne(d) { // each datagram restarts the quiet wait
+			}
+			return inq(t, r) > 0
+		})
+		return got
 	}
 	sends := []struct {
 		name string
@@ -115,7 +133,7 @@ func TestFaultsDatagramCalls(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, 1, n)
 			}
-			got := receive(t, func(b []byte) (int, error) { n, _, err := r.ReadFromUDP(b); return n, err }, r.SetReadDeadline, 200*time.Millisecond)
+			got := receive(t, r, func(b []byte) (int, error) { n, _, err := r.ReadFromUDP(b); return n, err }, r.SetReadDeadline, 6, 200*time.Millisecond)
 			require.Equal(t, []byte{0, 0, 1, 1, 2, 2}, got)
 		})
 		t.Run(sc.name+"/reorder", func(t *testing.T) {
@@ -127,7 +145,7 @@ func TestFaultsDatagramCalls(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, 1, n)
 			}
-			got := receive(t, func(b []byte) (int, error) { n, _, err := r.ReadFromUDP(b); return n, err }, r.SetReadDeadline, 500*time.Millisecond)
+			got := receive(t, r, func(b []byte) (int, error) { n, _, err := r.ReadFromUDP(b); return n, err }, r.SetReadDeadline, 3, 500*time.Millisecond)
 			require.ElementsMatch(t, []byte{0, 1, 2}, got, "each held datagram is sent once, to the address given")
 			require.EqualValues(t, 3, f.Stats().Reordered)
 		})
@@ -167,7 +185,7 @@ func TestFaultsDatagramCalls(t *testing.T) {
 				_, err := w.WriteToUDP([]byte{byte(i)}, r.LocalAddr().(*net.UDPAddr))
 				require.NoError(t, err)
 			}
-			got := receive(t, func(b []byte) (int, error) { return rc.read(r, b) }, r.SetReadDeadline, 200*time.Millisecond)
+			got := receive(t, r, func(b []byte) (int, error) { return rc.read(r, b) }, r.SetReadDeadline, 0, 200*time.Millisecond)
 			require.Empty(t, got)
 			// A drop is decided before the call, so a call that finds
 			// nothing (EAGAIN) may count one too.
@@ -189,7 +207,7 @@ func TestFaultsDatagramCalls(t *testing.T) {
 			_, err := w.WriteToUnix([]byte{byte(i)}, raddr)
 			require.NoError(t, err)
 		}
-		got := receive(t, func(b []byte) (int, error) { n, _, err := r.ReadFromUnix(b); return n, err }, r.SetReadDeadline, 500*time.Millisecond)
+		got := receive(t, r, func(b []byte) (int, error) { n, _, err := r.ReadFromUnix(b); return n, err }, r.SetReadDeadline, 3, 500*time.Millisecond)
 		require.ElementsMatch(t, []byte{0, 1, 2}, got)
 		require.EqualValues(t, 3, f.Stats().Reordered)
 	})

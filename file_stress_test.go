@@ -95,6 +95,7 @@ func stressMessages(t *testing.T, r, w *gatenet.File, msgs int) {
 	rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8), byte(seed >> 16)}).Read(pool)
 
 	hold := &stressHold{
+		t:          t,
 		held:       make(chan struct{}),
 		resume:     make(chan struct{}),
 		readerDone: make(chan struct{}),
@@ -127,6 +128,7 @@ func stressMessages(t *testing.T, r, w *gatenet.File, msgs int) {
 // stressHold is the writer's handshake with the reader (see the top of
 // this file).
 type stressHold struct {
+	t          testing.TB   // for the writer's log of a retried held Write
 	request    atomic.Bool  // writer: drain up to written, then hold
 	written    atomic.Int64 // the writer's byte count when it asked
 	held       chan struct{}
@@ -208,10 +210,23 @@ func (s *stressSide) writeHeld(w *gatenet.File, big []byte, h hash.Hash, rng *ra
 		}
 	}
 	h.Write(big)
-	w.SetWriteDeadline(time.Now().Add(10*time.Millisecond + time.Duration(rng.Int64N(int64(40*time.Millisecond)))))
-	n, err := w.Write(big)
-	s.ops++
-	s.bytes += int64(n)
+	// The pipe is empty, so a Write that begins before its deadline
+	// writes a pipeful: n == 0 means the deadline passed before it began
+	// (a loaded machine), and the held Write is tried again, longer.
+	var n int
+	var err error
+	d0 := 10*time.Millisecond + time.Duration(rng.Int64N(int64(40*time.Millisecond)))
+	testutil.RetrySlow(hold.t, d0, "the held Write began", func(d time.Duration) bool {
+		w.SetWriteDeadline(time.Now().Add(d))
+		n, err = w.Write(big)
+		s.ops++
+		s.bytes += int64(n)
+		if n == 0 && stressIsTimeout(err) {
+			s.timeouts++
+			return true
+		}
+		return false
+	})
 	hold.resume <- struct{}{}
 	if !stressIsTimeout(err) || n == 0 || n == len(big) {
 		s.err = fmt.Errorf("a Write of %d bytes to a held reader: n = %d, err = %v; want a timeout part-way", len(big), n, err)

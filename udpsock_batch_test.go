@@ -12,6 +12,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 	"unsafe"
@@ -69,9 +70,9 @@ func listenUDPPairOn(t *testing.T, network string, ip net.IP) (rx, tx *gatenet.U
 	return rx, tx
 }
 
-// inq is the bytes the kernel has queued for rx (SIOCINQ: the next
-// datagram's, or train's, size).
-func inq(t *testing.T, c *gatenet.UDPConn) int {
+// inq is the bytes the kernel has queued for c, a datagram socket
+// (SIOCINQ: the next datagram's, or train's, size).
+func inq(t *testing.T, c syscall.Conn) int {
 	t.Helper()
 	rc, err := c.SyscallConn()
 	require.NoError(t, err)

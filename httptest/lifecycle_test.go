@@ -28,6 +28,7 @@ import (
 
 	"github.com/gatenet/gatenet"
 	"github.com/gatenet/gatenet/httptest"
+	"github.com/gatenet/gatenet/internal/testutil"
 )
 
 // Shutdown on an http.Server serving a gatenet listener: the listener
@@ -310,7 +311,7 @@ func TestClientGoneCancelsContext(t *testing.T) {
 func TestServerTimeouts(t *testing.T) {
 	begin(t)
 	writeErr := make(chan error, 1)
-	e := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/flood" {
 			io.WriteString(w, "ok")
 			return
@@ -322,18 +323,34 @@ func TestServerTimeouts(t *testing.T) {
 				return
 			}
 		}
-	}), modeHTTP, func(ts *httptest.Server) {
-		ts.Config.IdleTimeout = 100 * time.Millisecond
-		ts.Config.WriteTimeout = 200 * time.Millisecond
 	})
 
-	requireIdleClosed := idleConn(t, e.Addr(), "/")
+	// WriteTimeout bounds the response to "/" too, which must be written:
+	// a server that a loaded machine kept from writing it in time closes
+	// the connection instead, and a new one is tried with both timeouts
+	// doubled.
+	var e *env
+	var requireIdleClosed func()
+	var err error
+	testutil.RetrySlow(t, 200*time.Millisecond, "the response to / was written", func(d time.Duration) bool {
+		e = start(t, h, modeHTTP, func(ts *httptest.Server) {
+			ts.Config.IdleTimeout = d / 2
+			ts.Config.WriteTimeout = d
+		})
+		requireIdleClosed, err = tryIdleConn(t, e.Addr(), "/")
+		if err != nil {
+			e.Close()
+			return true
+		}
+		return false
+	})
+	require.NoError(t, err)
 	requireIdleClosed() // by IdleTimeout
 
 	// A client that never reads: the handler's write times out.
 	flood := dialRaw(t, e.Addr())
 	io.WriteString(flood, "GET /flood HTTP/1.1\r\nHost: x\r\n\r\n")
-	err := <-writeErr
+	err = <-writeErr
 	var ne net.Error
 	require.ErrorAs(t, err, &ne)
 	require.True(t, ne.Timeout(), "%v", err)
@@ -346,18 +363,31 @@ func TestServerTimeouts(t *testing.T) {
 // minute).
 func idleConn(t testing.TB, addr, path string) (requireClosed func()) {
 	t.Helper()
-	c := dialRaw(t, addr)
-	_, err := fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path)
+	requireClosed, err := tryIdleConn(t, addr, path)
 	require.NoError(t, err)
+	return requireClosed
+}
+
+// tryIdleConn is idleConn, returning the error of the request or of the
+// response where idleConn fails t.
+func tryIdleConn(t testing.TB, addr, path string) (requireClosed func(), err error) {
+	t.Helper()
+	c := dialRaw(t, addr)
+	if _, err := fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path); err != nil {
+		return nil, err
+	}
 	br := bufio.NewReader(c)
 	res, err := http.ReadResponse(br, nil)
-	require.NoError(t, err)
-	_, err = io.Copy(io.Discard, res.Body)
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := io.Copy(io.Discard, res.Body); err != nil {
+		return nil, err
+	}
 	return func() {
 		t.Helper()
 		c.SetReadDeadline(time.Now().Add(time.Minute))
 		_, err := br.ReadByte()
 		require.ErrorIs(t, err, io.EOF, "the idle connection was not closed")
-	}
+	}, nil
 }
