@@ -159,34 +159,27 @@ func mustEAGAIN(t testing.TB, d *pollfd.Desc) {
 	require.ErrorIs(t, err, unix.EAGAIN)
 }
 
-// slowMachineLimit bounds the doubling of a short deadline that a loaded
-// machine (-race, every package's tests at once) let pass too early.
-const slowMachineLimit = 10 * time.Second
-
 // armedEAGAIN sets d's read deadline dl from now and performs mustEAGAIN
-// before it passes. A loaded machine can let dl pass before Prepare runs;
-// the deadline then doubles and the attempt is repeated, as Go's own
-// timeout tests retry with longer ones. It returns the deadline that held
-// and p's Stats from just before it was set (a fire of an earlier attempt
-// is counted in them: the callback counts under the lock the failed
-// Prepare took after it).
-func armedEAGAIN(t testing.TB, p *pollfd.Poller, d *pollfd.Desc, dl time.Duration) (time.Time, pollfd.Stats) {
+// before it passes, retrying with a longer one where a loaded machine let
+// dl pass before Prepare ran (testutil.RetrySlow). It returns the deadline
+// that held and p's Stats from just before it was set (a fire of an
+// earlier attempt is counted in them: the callback counts under the lock
+// the failed Prepare took after it).
+func armedEAGAIN(t testing.TB, p *pollfd.Poller, d *pollfd.Desc, dl time.Duration) (deadline time.Time, base pollfd.Stats) {
 	t.Helper()
-	for ; ; dl *= 2 {
-		base := p.Stats()
-		deadline := time.Now().Add(dl)
+	var err error
+	testutil.RetrySlow(t, dl, "Prepare", func(dl time.Duration) bool {
+		base = p.Stats()
+		deadline = time.Now().Add(dl)
 		require.NoError(t, d.SetDeadline(deadline, pollfd.ModeRead))
-		err := d.Prepare(pollfd.ModeRead)
-		if errors.Is(err, pollfd.ErrTimeout) && dl < slowMachineLimit {
-			t.Logf("the %v deadline passed before Prepare; again with %v", dl, 2*dl)
-			continue
-		}
-		require.NoError(t, err)
-		var b [1]byte
-		_, err = unix.Read(d.Fd(), b[:])
-		require.ErrorIs(t, err, unix.EAGAIN)
-		return deadline, base
-	}
+		err = d.Prepare(pollfd.ModeRead)
+		return errors.Is(err, pollfd.ErrTimeout)
+	})
+	require.NoError(t, err)
+	var b [1]byte
+	_, err = unix.Read(d.Fd(), b[:])
+	require.ErrorIs(t, err, unix.EAGAIN)
+	return deadline, base
 }
 
 // fillUntilEAGAIN writes to fd until the kernel refuses with EAGAIN.
