@@ -256,16 +256,8 @@ func TestStalledPeer(t *testing.T) {
 	t.Run("deadline", func(t *testing.T) {
 		testutil.CheckLeaks(t)
 		// The deadline applies to the others' handshakes too, which must
-		// succeed: if the server timed one of them out (a loaded
-		// machine), the round proves nothing and is run again with a
-		// longer deadline; the last round's failures are reported.
-		var failures []string
-		testutil.RetrySlow(t, 200*time.Millisecond, "the other clients' handshakes ended", func(d time.Duration) bool {
-			failures = nil
-			srv := tlstest.NewUnstartedServer(t, nil, nil)
-			srv.HandshakeTimeout = d
-			herrs := handshakeErrors(srv)
-			srv.Start()
+		// succeed.
+		handshakeRounds(t, "the other clients' handshakes ended", func(srv *tlstest.Server, herrs <-chan error) (failures []string, tooSlow bool) {
 			raw := stall(t, srv, hello)
 			for _, err := range othersErrors(t, srv, 5) {
 				failures = append(failures, fmt.Sprintf("a client was not served: %v", err))
@@ -278,13 +270,32 @@ func TestStalledPeer(t *testing.T) {
 			if err := echoOnce(t, srv, "after\n"); err != nil {
 				failures = append(failures, fmt.Sprintf("not served after the stalled handshake timed out: %v", err))
 			}
-			srv.Close()
-			return timedOut(herrs) > 0
+			return failures, false
 		})
-		for _, f := range failures {
-			t.Error(f)
-		}
 	})
+}
+
+// handshakeRounds runs round against a fresh server whose
+// HandshakeTimeout is short, and again with it doubled
+// (testutil.RetrySlow) while the server timed out a handshake that was to
+// end otherwise, or round says it was too slow: a loaded machine, not a
+// failure. It reports the last round's failures.
+func handshakeRounds(t *testing.T, what string, round func(srv *tlstest.Server, herrs <-chan error) (failures []string, tooSlow bool)) {
+	t.Helper()
+	var failures []string
+	testutil.RetrySlow(t, 200*time.Millisecond, what, func(d time.Duration) bool {
+		srv := tlstest.NewUnstartedServer(t, nil, nil)
+		srv.HandshakeTimeout = d
+		herrs := handshakeErrors(srv)
+		srv.Start()
+		var tooSlow bool
+		failures, tooSlow = round(srv, herrs)
+		srv.Close()
+		return tooSlow || timedOut(herrs) > 0
+	})
+	for _, f := range failures {
+		t.Error(f)
+	}
 }
 
 type readTimeoutObs struct {
@@ -416,24 +427,14 @@ func TestBadInput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			testutil.CheckLeaks(t)
 			// The deadline applies to every handshake, though only
-			// "nothing sent" is to end by it: if the server timed out
-			// one that was to end otherwise (a loaded machine), the round
-			// proves nothing and is run again with a longer deadline;
-			// the last round's failures are reported.
-			var failures []string
-			testutil.RetrySlow(t, 200*time.Millisecond, "the handshakes ended otherwise", func(d time.Duration) bool {
-				failures = nil
-				srv := tlstest.NewUnstartedServer(t, nil, nil)
-				srv.HandshakeTimeout = d
-				herrs := handshakeErrors(srv)
-				srv.Start()
+			// "nothing sent" is to end by it.
+			handshakeRounds(t, "the handshakes ended otherwise", func(srv *tlstest.Server, herrs <-chan error) (failures []string, tooSlow bool) {
 				raw, err := gatenet.Dial("tcp", srv.Addr().String())
 				require.NoError(t, err)
 				defer raw.Close()
 				serverCloses := tc.act(raw)
 				herr := recv(t, herrs, "server handshake error")
 				t.Logf("server handshake error: %v", herr)
-				tooSlow := false
 				if !tc.check(herr) {
 					tooSlow = errors.Is(herr, os.ErrDeadlineExceeded)
 					failures = append(failures, fmt.Sprintf("unexpected server handshake error %v", herr))
@@ -448,11 +449,8 @@ func TestBadInput(t *testing.T) {
 				if ok, failed := srv.Handshakes(); ok != 3 || failed != 1 {
 					failures = append(failures, fmt.Sprintf("handshakes: %d ok, %d failed; want 3 and 1", ok, failed))
 				}
-				return tooSlow || timedOut(herrs) > 0
+				return failures, tooSlow
 			})
-			for _, f := range failures {
-				t.Error(f)
-			}
 		})
 	}
 }
