@@ -41,9 +41,11 @@ const EnvVar = "GATENET_FAULTS"
 // direction on a fault that has none, a number that overflows, or a zero
 // that the fault would read as its default (dial's P, reorder's DELAY,
 // accept's BURST) is an error naming the setting, the piece and why,
-// never a fault that quietly does something else. An empty string is no
-// faults (nil, nil); empty settings (";;") are skipped. The result is
-// validated, and its String reads back to the same faults.
+// never a fault that quietly does something else. A string that is empty
+// or all white space (as strings.TrimSpace sees it) is no faults (nil,
+// nil); settings are trimmed the same way, and empty ones (";;") are
+// skipped. The result is validated, and its String reads back to the
+// same faults.
 func Parse(spec string) (*Faults, error) {
 	spec = strings.TrimSpace(spec)
 	if spec == "" {

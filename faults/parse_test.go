@@ -149,6 +149,8 @@ func FuzzParse(f *testing.F) {
 		"slicer.read=1-3;seed=7",
 		"latency=2562047h47m16.854775807s+1ns",
 		"eagain=1e-300;drop=0x1p-2;wakeup=-0",
+		"\u2000",                               // white space beyond Latin-1: no faults
+		"\u3000latency=1ms;\u2028seed=2\u205f", // and trimmed around settings
 	} {
 		f.Add(s)
 	}
@@ -164,7 +166,7 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		if x == nil {
-			if strings.Trim(spec, " \t\n\v\f\r\u0085\u00a0") != "" {
+			if strings.TrimSpace(spec) != "" { // Unicode's white space, as Parse trims
 				t.Fatalf("Parse(%q) = nil, nil", spec)
 			}
 			return
