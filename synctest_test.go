@@ -18,6 +18,7 @@ import (
 
 	"github.com/gatenet/gatenet"
 	"github.com/gatenet/gatenet/internal/testutil"
+	"github.com/gatenet/gatenet/pollfd"
 	"github.com/gatenet/gatenet/tlstest"
 )
 
@@ -33,6 +34,11 @@ func inBubble(t *testing.T, f func(t *testing.T)) {
 	testutil.Watchdog(t, 20*time.Second)
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
+		defer func() {
+			if t.Failed() { // runs before a bubble left blocked panics
+				t.Logf("failed at %v fake: the default poller's counters %+v", time.Since(start), pollfd.Default().Stats())
+			}
+		}()
 		f(t)
 		fake = time.Since(start)
 	})
