@@ -337,3 +337,36 @@ func TestSynctestDeadlineClocks(t *testing.T) {
 		require.NoError(t, s.SetReadDeadline(time.Time{})) // stops the real timer from the bubble
 	})
 }
+
+// TestSynctestParksUnderSignals: a durable park stays durable while
+// preemption signals keep interrupting system calls. The zero-timeout
+// poll(2) that decides it fails with EINTR when one lands: taken for a
+// failure, the park went as outside the bubble, whose clock then stopped
+// until the real clock ran the read's deadline out (seen once in CI on a
+// connected UDP pair). Each round's read must end at its writer's fake
+// millisecond.
+func TestSynctestParksUnderSignals(t *testing.T) {
+	testutil.CheckLeaks(t)
+	stop := testutil.PreemptStorm(t)
+	defer stop()
+	inBubble(t, func(t *testing.T) {
+		r, w, err := gatenet.Pipe()
+		require.NoError(t, err)
+		defer r.Close()
+		defer w.Close()
+		buf := make([]byte, 1)
+		for i := range 3000 {
+			go func() {
+				time.Sleep(time.Millisecond)
+				w.Write([]byte{byte(i)})
+			}()
+			// On the fake clock; a park that is not durable waits for it
+			// on the real one.
+			require.NoError(t, r.SetReadDeadline(time.Now().Add(2*time.Second)))
+			start := time.Now()
+			_, err := r.Read(buf)
+			require.NoError(t, err, "round %d", i)
+			require.Equal(t, time.Millisecond, time.Since(start), "round %d", i)
+		}
+	})
+}

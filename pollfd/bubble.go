@@ -408,8 +408,7 @@ func (d *Desc) durableLocked(mode Mode, g *gate) (ready bool) {
 	if mode == ModeWrite {
 		events = unix.POLLOUT
 	}
-	fds := []unix.PollFd{{Fd: d.fd, Events: events}}
-	if n, err := unix.Poll(fds, 0); err != nil || n > 0 {
+	if ready, err := readyNow(d.fd, events); err != nil || ready {
 		return err == nil // ready; after a failed poll, park as outside a bubble
 	}
 	var peer *Desc
@@ -421,6 +420,21 @@ func (d *Desc) durableLocked(mode Mode, g *gate) (ready bool) {
 	}
 	g.durable = true
 	return false
+}
+
+// readyNow reports whether poll(2), with a zero timeout, finds fd ready
+// for events. Even a poll that does not wait fails with EINTR when a
+// signal is handled during it (the runtime's preemption signal, which the
+// garbage collector sends): that is retried, not taken for a failure, or
+// a durable park would park as outside its bubble.
+func readyNow(fd int32, events int16) (bool, error) {
+	fds := []unix.PollFd{{Fd: fd, Events: events}}
+	for {
+		n, err := unix.Poll(fds, 0)
+		if err != unix.EINTR {
+			return n > 0, err
+		}
+	}
 }
 
 // inFlight reports whether the kernel may still be delivering something

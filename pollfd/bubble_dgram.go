@@ -122,8 +122,7 @@ func (d *Desc) fromOutsideLocked(g *gate) bool {
 	if dg == nil || g != &d.rg || !g.waiting || !g.durable || dg.inbound.Load() != 0 {
 		return false
 	}
-	fds := []unix.PollFd{{Fd: d.fd, Events: unix.POLLIN}}
-	if n, err := unix.Poll(fds, 0); err != nil || n == 0 {
+	if ready, err := readyNow(d.fd, unix.POLLIN); err != nil || !ready {
 		return false // a late edge of the bubble's own datagram, already read
 	}
 	dg.outside = true

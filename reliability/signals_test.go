@@ -188,7 +188,7 @@ func TestSignalStormChild(t *testing.T) {
 	// call) and thread-directed ones to every thread in turn, the drain
 	// thread included. Bounded in time and in count.
 	pid := os.Getpid()
-	tids := threadIDs(t)
+	tids := testutil.ThreadIDs(t)
 	sent := 0
 	needEINTR := p.Options().Strategy == pollfd.Dedicated
 	start := time.Now()
@@ -199,7 +199,7 @@ func TestSignalStormChild(t *testing.T) {
 				break
 			}
 			if sent%4096 == 0 {
-				tids = threadIDs(t)
+				tids = testutil.ThreadIDs(t)
 			}
 		}
 		sig := unix.SIGUSR1
@@ -261,18 +261,4 @@ func TestSignalStormChild(t *testing.T) {
 		require.Positive(t, eintr, "the dedicated drain thread never saw EINTR")
 	}
 	fmt.Println("SIGNALS-OK")
-}
-
-// threadIDs lists the process's threads.
-func threadIDs(t *testing.T) []int {
-	ents, err := os.ReadDir("/proc/self/task")
-	require.NoError(t, err)
-	tids := make([]int, 0, len(ents))
-	for _, e := range ents {
-		if n, err := strconv.Atoi(e.Name()); err == nil {
-			tids = append(tids, n)
-		}
-	}
-	require.NotEmpty(t, tids)
-	return tids
 }
