@@ -3,6 +3,7 @@
 package testutil
 
 import (
+	"errors"
 	"os"
 	"strconv"
 	"sync"
@@ -15,9 +16,17 @@ import (
 // ThreadIDs lists the process's threads (/proc/self/task).
 func ThreadIDs(t testing.TB) []int {
 	t.Helper()
+	tids, err := threadIDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tids
+}
+
+func threadIDs() ([]int, error) {
 	ents, err := os.ReadDir("/proc/self/task")
 	if err != nil {
-		t.Fatalf("listing threads: %v", err)
+		return nil, err
 	}
 	tids := make([]int, 0, len(ents))
 	for _, e := range ents {
@@ -26,9 +35,9 @@ func ThreadIDs(t testing.TB) []int {
 		}
 	}
 	if len(tids) == 0 {
-		t.Fatal("no threads in /proc/self/task")
+		return nil, errors.New("no threads in /proc/self/task")
 	}
-	return tids
+	return tids, nil
 }
 
 // PreemptStorm sends SIGURG, the runtime's preemption signal, to every
@@ -40,10 +49,10 @@ func ThreadIDs(t testing.TB) []int {
 func PreemptStorm(t testing.TB) (stop func()) {
 	t.Helper()
 	pid := os.Getpid()
+	tids := ThreadIDs(t)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		tids := ThreadIDs(t)
 		limit := time.Now().Add(time.Minute)
 		for sent := 0; ; sent++ {
 			select {
@@ -55,7 +64,10 @@ func PreemptStorm(t testing.TB) (stop func()) {
 				if time.Now().After(limit) {
 					return
 				}
-				tids = ThreadIDs(t)
+				var err error
+				if tids, err = threadIDs(); err != nil {
+					return // the storm ends; the test goes on without it
+				}
 			}
 			unix.Tgkill(pid, tids[sent%len(tids)], unix.SIGURG) // ESRCH: that thread has exited
 			time.Sleep(10 * time.Microsecond)
