@@ -157,6 +157,12 @@ func TestIdleMemory(t *testing.T) {
 	if testing.Short() || os.Getenv("GATENET_IDLE") != "1" {
 		t.Skip("a measurement: set GATENET_IDLE=1 (and not -short) to run it")
 	}
+	if testutil.Race {
+		// The race detector's shadow memory grows every goroutine's cost
+		// several times over, past the sanity bound: the figures would be
+		// its, not the patterns'.
+		t.Skip("a measurement of memory: run it without -race (GATENET_IDLE=1 go test -count=1 -run TestIdleMemory -v .)")
+	}
 	n := idleDefaultConns
 	if s := os.Getenv("GATENET_IDLE_CONNS"); s != "" {
 		v, err := strconv.Atoi(s)
