@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -58,9 +59,11 @@ import (
 // server's memory and no worker. ExampleReadyQueue's loop writes so.
 //
 // Close wakes the Nexts and lets go of the members, which may then be
-// added to another queue; it closes none of them, and the queue does not
-// list them: a server that closes its conns at shutdown keeps its own set
-// of them, as net/http's Server does.
+// added to another queue, and drops the output Write kept for them
+// (Buffered says how much waits). It closes none of them but those given
+// to CloseWhenFlushed whose output still waits, which the queue owns, and
+// it does not list them: a server that closes its conns at shutdown keeps
+// its own set of them, as net/http's Server does.
 //
 // A ReadyQueue made in a testing/synctest bubble sleeps durably in Next
 // (its context's timeout fires on the fake clock) while every member
@@ -69,6 +72,8 @@ import (
 type ReadyQueue struct {
 	list        *pollfd.ReadyList
 	outputLimit atomic.Int64
+	closed      atomic.Bool // Close was called: Add and Write fail
+	closing     closingSet  // readyqueue_write.go
 }
 
 // defaultOutputLimit is a new queue's output limit: four reads of the
@@ -84,10 +89,12 @@ func NewReadyQueue() *ReadyQueue {
 
 // member is what the queue's list holds for each value it watches: the
 // value, and the output Write queued for it, made at its first write that
-// would block.
+// would block. mu orders Write, flush and the output's state
+// (readyqueue_write.go); out is set under it, and read without it by Add.
 type member struct {
 	p   Pollable
 	fd  *poll.FD
+	mu  sync.Mutex
 	out atomic.Pointer[output]
 }
 
@@ -150,6 +157,9 @@ func (q *ReadyQueue) Add(p Pollable) error {
 	if err != nil {
 		return err
 	}
+	if q.closed.Load() {
+		return opError("add", p, closedQueueError{})
+	}
 	m, _ := fd.WatchCookie(q.list).(*member)
 	if m == nil {
 		m = &member{p: p, fd: fd}
@@ -179,11 +189,18 @@ func (q *ReadyQueue) watch(m *member) error {
 	return opError("add", m.p, err)
 }
 
-// Remove stops watching p, and drops the output Write queued for it.
-// Closing p removes it too.
+// Remove stops watching p, and drops the output Write queued for it; a p
+// given to CloseWhenFlushed whose output still waits is closed. Closing p
+// removes it too.
 func (q *ReadyQueue) Remove(p Pollable) {
-	if fd, err := q.descriptorOf("remove", p); err == nil {
-		fd.Unwatch()
+	fd, err := q.descriptorOf("remove", p)
+	if err != nil {
+		return
+	}
+	m, _ := fd.WatchCookie(q.list).(*member)
+	fd.Unwatch()
+	if m != nil {
+		q.closeIfClosing(m)
 	}
 }
 
@@ -230,11 +247,18 @@ func (q *ReadyQueue) Len() int {
 }
 
 // Close wakes every Next with net.ErrClosed, and lets go of the members:
-// it does not close them, and they may be added to another queue.
+// they may be added to another queue, and the output Write kept for them
+// is dropped. It closes only the members given to CloseWhenFlushed whose
+// output still waited. Add, Write and CloseWhenFlushed fail on a closed
+// queue (errors.Is(err, net.ErrClosed)).
 func (q *ReadyQueue) Close() error {
 	if q == nil || q.list == nil {
 		return &net.OpError{Op: "close", Err: errNoQueue}
 	}
+	q.closed.Store(true)
 	q.list.Close()
+	for m := range q.closing.take() {
+		m.p.Close()
+	}
 	return nil
 }

@@ -25,9 +25,15 @@ import (
 // arming to that Add; back records an Add the hold deferred, which the
 // flush then completes.
 //
-// The output's mu orders a member's writes: Write and flush hold it across
-// their system call, so bytes leave in the order Write took them, and a
-// Write while output waits appends to it rather than overtaking it.
+// The member's mu orders its writes: Write and flush hold it across their
+// system call, from the first Write on, so one Write's bytes are never cut
+// by another's, bytes leave in the order Write took them, and a Write
+// while output waits appends to it rather than overtaking it.
+//
+// The queue owns a conn given to CloseWhenFlushed: if the queue cannot
+// send its output any more (Close, Remove), it closes the conn at once,
+// dropping what waits, as a send that fails does. Until then the queue
+// keeps such members in closing, the one set of members it lists.
 
 // noWait is a context already done: a write with it sends what the socket
 // takes now and returns the count with context.Canceled instead of
@@ -38,9 +44,8 @@ var noWait = func() context.Context {
 	return ctx
 }()
 
-// output is a member's queued output, under mu.
+// output is a member's queued output, under the member's mu.
 type output struct {
-	mu      sync.Mutex
 	buf     []byte // not yet sent, in order
 	held    bool   // read reports held: buf went past the limit, or closing
 	back    bool   // Add came while held: the flush that ends the hold re-arms reads
@@ -62,7 +67,11 @@ var (
 // otherwise, or, after a kept send failed, that error, which Add then
 // returns too. While more than the output limit waits, p is not reported
 // readable. p must be a stream (a TCP or Unix stream conn, a pipe) that q
-// watches; closing or removing p drops what waits.
+// watches; closing or removing p, or closing q, drops what waits. Writes
+// from many goroutines at once each go out whole, one after the other,
+// as net.Conn's do. On a closed q, or a closed p, Write fails with an
+// error for which errors.Is(err, net.ErrClosed) holds (os.ErrClosed for a
+// File).
 func (q *ReadyQueue) Write(p Pollable, b []byte) (int, error) {
 	fd, err := q.descriptorOf("write", p)
 	if err != nil {
@@ -72,24 +81,35 @@ func (q *ReadyQueue) Write(p Pollable, b []byte) (int, error) {
 	if !ok || !fd.IsStream() {
 		return 0, opError("write", p, errNotStream)
 	}
+	if q.closed.Load() {
+		return 0, opError("write", p, closedQueueError{})
+	}
 	m, _ := fd.WatchCookie(q.list).(*member)
 	if m == nil {
+		if fd.Incref() != nil {
+			// p is closed, which is why q does not watch it: p's own
+			// write says so, in p's shape (a *net.OpError, or a File's
+			// *fs.PathError).
+			if _, err := w.WriteContext(noWait, nil); err != nil {
+				return 0, err
+			}
+		} else {
+			fd.Decref()
+		}
 		return 0, opError("write", p, errNotMember)
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	o := m.out.Load()
 	if o == nil {
 		n, err := w.WriteContext(noWait, b)
 		if err == nil || !errors.Is(err, context.Canceled) {
 			return n, err
 		}
-		m.out.CompareAndSwap(nil, new(output))
-		o = m.out.Load()
-		o.mu.Lock()
-		defer o.mu.Unlock()
+		o = new(output)
+		m.out.Store(o)
 		return q.keep(m, o, b, n)
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
 	if o.err != nil {
 		return 0, o.err
 	}
@@ -108,7 +128,7 @@ func (q *ReadyQueue) Write(p Pollable, b []byte) (int, error) {
 
 // keep appends b[sent:] to m's output and asks for m's next write edge,
 // holding its read reports if the output is past the limit, and returns
-// Write's result. Called with o.mu held.
+// Write's result. Called with m.mu held.
 func (q *ReadyQueue) keep(m *member, o *output, b []byte, sent int) (int, error) {
 	o.buf = append(o.buf, b[sent:]...)
 	if len(o.buf) > int(q.outputLimit.Load()) {
@@ -124,8 +144,8 @@ func (q *ReadyQueue) keep(m *member, o *output, b []byte, sent int) (int, error)
 // add is Add for a member that has had output: while its reads are held
 // Add leaves them held; after a failed send it returns that error.
 func (o *output) add(q *ReadyQueue, m *member) error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if o.err != nil {
 		return o.err
 	}
@@ -146,9 +166,9 @@ func (q *ReadyQueue) flush(m *member) {
 	if o == nil {
 		return
 	}
-	o.mu.Lock()
+	m.mu.Lock()
 	if len(o.buf) == 0 || o.err != nil {
-		o.mu.Unlock()
+		m.mu.Unlock()
 		return
 	}
 	n, err := m.p.(ContextIO).WriteContext(noWait, o.buf)
@@ -167,15 +187,16 @@ func (q *ReadyQueue) flush(m *member) {
 		q.release(m, o)
 		m.fd.NotifyReady() // unless a worker holds it: its read, Write or Add says it
 	}
-	o.mu.Unlock()
+	m.mu.Unlock()
 	if closing {
+		q.closing.forget(m)
 		m.p.Close()
 	}
 }
 
 // release ends a hold of m's reads, if any: an Add that came while it
 // held arms them (Watch); otherwise they are as the hold found them, armed
-// or the holding worker's (ReleaseReads). Called with o.mu held.
+// or the holding worker's (ReleaseReads). Called with m.mu held.
 func (q *ReadyQueue) release(m *member, o *output) {
 	switch {
 	case o.back:
@@ -190,11 +211,16 @@ func (q *ReadyQueue) release(m *member, o *output) {
 // CloseWhenFlushed closes p once the output Write kept for it is sent (at
 // once if none waits), and holds its read reports meanwhile: how a worker
 // ends a conn whose peer is done (io.EOF) while its last reply may still
-// wait. A send that fails closes p too. Until then p stays in q; a Write
-// to it fails.
+// wait. A send that fails closes p too, and so do Close and Remove, which
+// drop what waits. Until then p stays in q; a Write to it fails. On a
+// closed queue, or one not made by NewReadyQueue, it closes p at once and
+// returns an error if output was dropped or the queue is not one.
 func (q *ReadyQueue) CloseWhenFlushed(p Pollable) error {
 	fd, err := q.descriptorOf("close", p)
 	if err != nil {
+		if p != nil && p.descriptor() != nil {
+			p.Close() // the promise holds for p, whatever the queue
+		}
 		return err
 	}
 	m, _ := fd.WatchCookie(q.list).(*member)
@@ -205,18 +231,90 @@ func (q *ReadyQueue) CloseWhenFlushed(p Pollable) error {
 	if o == nil {
 		return p.Close()
 	}
-	o.mu.Lock()
+	m.mu.Lock()
 	if len(o.buf) == 0 || o.err != nil {
-		o.mu.Unlock()
+		m.mu.Unlock()
 		return p.Close()
+	}
+	if !q.closing.add(q, m) { // q is closed: nothing will send it
+		m.mu.Unlock()
+		p.Close()
+		return opError("close", p, closedQueueError{})
 	}
 	o.closing, o.held = true, true
 	err = m.fd.WatchWrite(q.list, true)
-	o.mu.Unlock()
+	m.mu.Unlock()
 	if err != nil {
+		q.closing.forget(m)
 		return p.Close()
 	}
 	return nil
+}
+
+// closingSet is the members given to CloseWhenFlushed whose output still
+// waits: the queue closes them if it can no longer send it (Close).
+type closingSet struct {
+	mu      sync.Mutex
+	members map[*member]struct{}
+	shut    bool // Close took the members: add refuses
+	sweepAt int  // add looks for members closed or removed meanwhile past this size
+}
+
+// add records m, unless Close came first. It also forgets members whose
+// watch ended without a flush (their conn was closed, or moved), so that
+// the set holds only what Close must close.
+func (s *closingSet) add(q *ReadyQueue, m *member) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shut {
+		return false
+	}
+	if s.members == nil {
+		s.members = make(map[*member]struct{})
+	}
+	if len(s.members) >= s.sweepAt {
+		for c := range s.members {
+			if c.fd.WatchCookie(q.list) != any(c) {
+				delete(s.members, c)
+			}
+		}
+		s.sweepAt = 2*len(s.members) + 16
+	}
+	s.members[m] = struct{}{}
+	return true
+}
+
+// forget drops m: its output is sent, or it is closed.
+func (s *closingSet) forget(m *member) {
+	s.mu.Lock()
+	delete(s.members, m)
+	s.mu.Unlock()
+}
+
+// take returns the members for Close to close, and refuses every later add.
+func (s *closingSet) take() map[*member]struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.shut = true
+	ms := s.members
+	s.members = nil
+	return ms
+}
+
+// closeIfClosing closes m's conn if it was given to CloseWhenFlushed and
+// its output still waits: for Remove, after which nothing sends it.
+func (q *ReadyQueue) closeIfClosing(m *member) {
+	o := m.out.Load()
+	if o == nil {
+		return
+	}
+	m.mu.Lock()
+	closing := o.closing && len(o.buf) > 0
+	m.mu.Unlock()
+	if closing {
+		q.closing.forget(m)
+		m.p.Close()
+	}
 }
 
 // Buffered reports how many bytes Write kept for p that are not sent yet.
@@ -233,8 +331,8 @@ func (q *ReadyQueue) Buffered(p Pollable) int {
 	if o == nil {
 		return 0
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	return len(o.buf)
 }
 
