@@ -46,10 +46,13 @@ func testSlowClient(t *testing.T) {
 // a TestXxx; here testing.RunTests runs it (quietly, so that its output
 // is the example's under go test -v too).
 func Example_synctest() {
-	if v := flag.Lookup("test.v"); v != nil {
-		was := v.Value.String()
-		v.Value.Set("false")
-		defer v.Value.Set(was)
+	// Quietly, and once even under go test -count=N.
+	for name, quiet := range map[string]string{"test.v": "false", "test.count": "1"} {
+		if v := flag.Lookup(name); v != nil {
+			was := v.Value.String()
+			v.Value.Set(quiet)
+			defer v.Value.Set(was)
+		}
 	}
 	testing.RunTests(func(_, _ string) (bool, error) { return true, nil },
 		[]testing.InternalTest{{Name: "TestSlowClient", F: testSlowClient}})
