@@ -159,6 +159,7 @@ func (c *UDPConn) ReadMsgUDPAddrPort(b, oob []byte) (n, oobn, flags int, addr ne
 	if c.groOn() {
 		n, oobn, flags, addr, err = c.readOne(context.Background(), b, oob)
 		if err != nil {
+			n = -1 // as the path without GRO: recvmsg(2)'s own result
 			addr = rawAddrPort(int(c.fd.family), &unix.RawSockaddrAny{})
 			err = c.opError("read", c.fd.raddr, wrapSyscallError("recvmsg", err))
 		}

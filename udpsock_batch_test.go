@@ -220,6 +220,14 @@ func testGROSplitsTrains(t *testing.T, network string, ip net.IP) {
 	require.NoError(t, rx.SetReadDeadline(time.Now().Add(50*time.Millisecond)))
 	_, err = rx.ReadBatch(in, 0)
 	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+
+	// A failed ReadMsgUDP reports n == -1 and the family's zero address, as
+	// net's does, and as without GRO.
+	require.NoError(t, rx.SetReadDeadline(time.Now().Add(-time.Second)))
+	k, _, _, addr, err = rx.ReadMsgUDP(b, nil)
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+	require.Equal(t, -1, k)
+	require.True(t, addr.IP.IsUnspecified(), "%v", addr)
 }
 
 // TestUDPBatchGROHeldKeepSemantics: held datagrams obey the deadline,
