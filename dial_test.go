@@ -252,6 +252,19 @@ func TestSockDialOptions(t *testing.T) {
 			return obs{Listener: (&sockNames{}).addr(ln.Addr())}
 		}, func(t *testing.T, o obs) {})
 	}
+	// An IP of fewer than 4 bytes counts as IPv4, as net's TCPAddr.family
+	// has it, so it fails as a non-IPv4 address.
+	malformed := &net.TCPAddr{IP: net.IP{1, 2, 3}}
+	run("ListenTCP-malformed-ip", func(t *testing.T, s sockStack, _ net.Listener) obs {
+		ln, err := s.ListenTCP("tcp", malformed)
+		require.Nil(t, ln)
+		return obs{Err: sockObserve(err, nil)}
+	}, func(t *testing.T, o obs) { require.Contains(t, o.Err.Text, "non-IPv4 address") })
+	run("DialTCP-malformed-ip", func(t *testing.T, s sockStack, _ net.Listener) obs {
+		c, err := s.DialTCP("tcp", nil, malformed)
+		require.Nil(t, c)
+		return obs{Err: sockObserve(err, nil)}
+	}, func(t *testing.T, o obs) { require.Contains(t, o.Err.Text, "non-IPv4 address") })
 	run("SetReadBuffer-negative", func(t *testing.T, s sockStack, ln net.Listener) obs {
 		c, _ := sockConnect(t, s, ln, sockDialOpts{})
 		err := c.(sockConn).SetReadBuffer(-1)

@@ -136,10 +136,12 @@ func addrToSockaddr(family int, a net.Addr) (unix.Sockaddr, error) {
 	return nil, &net.AddrError{Err: "unexpected address type", Addr: a.String()}
 }
 
-// addrFamilyOf reports an IP address's family: AF_INET for IPv4 (and
-// IPv4-mapped) addresses, AF_INET6 otherwise. A nil address is wildcard.
+// ipFamily reports an IP address's family as net's TCPAddr.family does:
+// AF_INET for IPv4 (and IPv4-mapped) addresses and for any of at most 4
+// bytes (nil, the wildcard, included; a malformed one then fails as a
+// non-IPv4 address), AF_INET6 otherwise.
 func ipFamily(ip net.IP) int {
-	if ip == nil || ip.To4() != nil {
+	if len(ip) <= net.IPv4len || ip.To4() != nil {
 		return unix.AF_INET
 	}
 	return unix.AF_INET6
