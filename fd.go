@@ -319,16 +319,19 @@ func dialerKey(sa unix.Sockaddr) (uint64, bool) {
 // reference (RawConn.Control), for taking over a descriptor another
 // package owns: FileConn's *os.File, os/exec's pipe end.
 func dupOf(f *os.File) (int, error) {
+	// A nil or closed f fails as net's dup of f.Fd() does: fcntl(2) of
+	// the -1 that Fd returns then, EBADF.
+	closed := os.NewSyscallError("fcntl", unix.EBADF)
 	rc, err := f.SyscallConn()
 	if err != nil {
-		return -1, err
+		return -1, closed
 	}
 	nfd := -1
 	var dupErr error
 	if err := rc.Control(func(fd uintptr) {
 		nfd, dupErr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
 	}); err != nil {
-		return -1, err
+		return -1, closed
 	}
 	if dupErr != nil {
 		return -1, os.NewSyscallError("fcntl", dupErr)

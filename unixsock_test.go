@@ -82,11 +82,12 @@ func TestSockFileRoundTrip(t *testing.T) {
 	}
 }
 
-// TestSockParityFileErrors: FileConn and FileListener of a non-socket.
+// TestSockParityFileErrors: FileConn and FileListener of a non-socket,
+// and of a closed *os.File (net's fcntl of Fd's -1 fails with EBADF).
 func TestSockParityFileErrors(t *testing.T) {
 	testutil.Watchdog(t, 2*time.Minute)
 	testutil.CheckLeaks(t)
-	type obs struct{ Conn, Listener sockErrObs }
+	type obs struct{ Conn, Listener, ClosedConn, ClosedListener sockErrObs }
 	sockParity(t, func(t *testing.T, s sockStack) obs {
 		r, w, err := os.Pipe()
 		require.NoError(t, err)
@@ -99,11 +100,24 @@ func TestSockParityFileErrors(t *testing.T) {
 		ln, err := s.FileListener(r)
 		require.Nil(t, ln)
 		o.Listener = sockObserve(err, nil)
+
+		require.NoError(t, w.Close())
+		c, err = s.FileConn(w)
+		require.Nil(t, c)
+		o.ClosedConn = sockObserve(err, nil)
+		ln, err = s.FileListener(w)
+		require.Nil(t, ln)
+		o.ClosedListener = sockObserve(err, nil)
 		return o
 	}, func(t *testing.T, s sockStack, o obs) {
 		require.Equal(t, "file", o.Conn.Op)
 		require.Equal(t, "file+net", o.Conn.Net)
 		require.Equal(t, "ENOTSOCK", o.Conn.Errno)
+		for _, e := range []sockErrObs{o.ClosedConn, o.ClosedListener} {
+			require.Equal(t, "file", e.Op)
+			require.Equal(t, "fcntl", e.Syscall)
+			require.Equal(t, "EBADF", e.Errno)
+		}
 	})
 }
 
