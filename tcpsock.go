@@ -313,7 +313,11 @@ func (l *TCPListener) SetDeadline(t time.Time) error { return l.ln().setDeadline
 // SyscallConn returns a raw connection whose Read and Write are EINVAL.
 func (l *TCPListener) SyscallConn() (syscall.RawConn, error) { return l.ln().syscallConn() }
 
-// File returns a duplicate of the listening socket as an *os.File.
+// File returns a duplicate of the listening socket as an *os.File
+// (fcntl(2) F_DUPFD_CLOEXEC). As conn's File, and unlike net's, its Fd
+// leaves the descriptor non-blocking: a child given it (ExtraFiles) that
+// accepts with blocking accept(2) must clear O_NONBLOCK itself, as a Go
+// child's FileListener never needs to.
 func (l *TCPListener) File() (*os.File, error) { return l.ln().file() }
 
 // WaitRead parks until a connection is pending (Accept would not block),

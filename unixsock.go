@@ -270,7 +270,8 @@ func (l *UnixListener) SetUnlinkOnClose(unlink bool) { l.unlink = unlink }
 func (l *UnixListener) SyscallConn() (syscall.RawConn, error) { return l.ln().syscallConn() }
 
 // File returns a duplicate of the listening socket as an *os.File
-// (fcntl(2) F_DUPFD_CLOEXEC), as net's.
+// (fcntl(2) F_DUPFD_CLOEXEC), as net's, except that its Fd leaves the
+// descriptor non-blocking (TCPListener.File).
 func (l *UnixListener) File() (*os.File, error) { return l.ln().file() }
 
 // WaitRead parks until a connection is pending, ctx is done, the deadline
