@@ -321,17 +321,17 @@ func dialerKey(sa unix.Sockaddr) (uint64, bool) {
 func dupOf(f *os.File) (int, error) {
 	// A nil or closed f fails as net's dup of f.Fd() does: fcntl(2) of
 	// the -1 that Fd returns then, EBADF.
-	closed := os.NewSyscallError("fcntl", unix.EBADF)
+	closed := func() error { return os.NewSyscallError("fcntl", unix.EBADF) }
 	rc, err := f.SyscallConn()
 	if err != nil {
-		return -1, closed
+		return -1, closed()
 	}
 	nfd := -1
 	var dupErr error
 	if err := rc.Control(func(fd uintptr) {
 		nfd, dupErr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
 	}); err != nil {
-		return -1, closed
+		return -1, closed()
 	}
 	if dupErr != nil {
 		return -1, os.NewSyscallError("fcntl", dupErr)
