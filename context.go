@@ -9,10 +9,14 @@ import (
 )
 
 // The context-aware and readiness calls gatenet adds to net's method sets.
-// A context bounds only the wait: it starts no goroutine and no timer per
-// call (a context that keeps coming back is registered once per
-// connection and direction, pollfd/ctxwait.go), leaves the deadlines
-// alone, and the connection stays usable after a cancelled call. Its error arrives wrapped as the operation's other
+// A context bounds the call's waits: for data or room, and behind another
+// goroutine's call on the same side (a Read parked on an idle conn holds
+// the read side, as net's does). It starts no goroutine and no timer per
+// call: a context that keeps coming back is registered once per
+// connection and direction (one short-lived goroutine, and one more, the
+// AfterFunc's, if it is cancelled while registered: pollfd/ctxwait.go). It
+// leaves the deadlines alone, and the connection stays usable after a
+// cancelled call. Its error arrives wrapped as the operation's other
 // errors are (errors.Is(err, context.Canceled)). A nil context means
 // context.Background().
 

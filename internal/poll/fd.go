@@ -236,6 +236,29 @@ func (fd *FD) writeUnlock() {
 	}
 }
 
+// readLockContext is readLock whose wait for another reader to finish
+// also ends when ctx is done, with ctx's error: a context bounds the
+// whole call, as a deadline does.
+func (fd *FD) readLockContext(ctx context.Context) error {
+	return fd.lockContext(ctx, true)
+}
+
+// writeLockContext is writeLock's readLockContext.
+func (fd *FD) writeLockContext(ctx context.Context) error {
+	return fd.lockContext(ctx, false)
+}
+
+func (fd *FD) lockContext(ctx context.Context, read bool) error {
+	ok, err := fd.mu.rwlockContext(ctx, read)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errClosing(fd.isFile)
+	}
+	return nil
+}
+
 // lock takes mode's lock: the read lock for ModeRead, else the write lock.
 func (fd *FD) lock(mode pollfd.Mode) error {
 	if mode == pollfd.ModeRead {
@@ -314,7 +337,7 @@ func (fd *FD) Read(p []byte) (int, error) { return fd.ReadContext(context.Backgr
 // ReadContext is Read whose wait for data also ends when ctx is done,
 // with ctx's error; the descriptor stays usable.
 func (fd *FD) ReadContext(ctx context.Context, p []byte) (int, error) {
-	if err := fd.readLock(); err != nil {
+	if err := fd.readLockContext(ctx); err != nil {
 		return 0, err
 	}
 	// No defer: every return unlocks. This frame is under the park of
@@ -365,7 +388,7 @@ func (fd *FD) Write(p []byte) (int, error) { return fd.WriteContext(context.Back
 // Like ReadContext's, its loop is written out, not ioLoop's: a writer
 // parked on a peer that stopped reading is parked here.
 func (fd *FD) WriteContext(ctx context.Context, p []byte) (int, error) {
-	if err := fd.writeLock(); err != nil {
+	if err := fd.writeLockContext(ctx); err != nil {
 		return 0, err
 	}
 	defer fd.writeUnlock()
@@ -476,7 +499,7 @@ func (fd *FD) Accept(rsa *unix.RawSockaddrAny) (int, string, error) {
 // AcceptContext is Accept whose wait also ends when ctx is done, with
 // ctx's error.
 func (fd *FD) AcceptContext(ctx context.Context, rsa *unix.RawSockaddrAny) (int, string, error) {
-	if err := fd.readLock(); err != nil {
+	if err := fd.readLockContext(ctx); err != nil {
 		return -1, "", err
 	}
 	defer fd.readUnlock()

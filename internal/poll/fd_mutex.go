@@ -3,6 +3,7 @@
 package poll
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 )
@@ -124,11 +125,27 @@ func (mu *fdMutex) decref() bool {
 // with Reads and Writes with Writes. It reports false if the mutex is
 // or becomes closed, in which case nothing is held.
 func (mu *fdMutex) rwlock(read bool) bool {
+	ok, _ := mu.rwlockContext(context.Background(), read)
+	return ok
+}
+
+// rwlockContext is rwlock whose wait for the lock also ends when ctx is
+// done: it then returns ctx's error, holding nothing. A free lock is
+// taken whatever ctx says, as a read with a done context still returns
+// the data that is there; a held one with ctx done fails at once.
+//
+// A waiter that gives up leaves the queue without a token: the waiter
+// counts and the semaphore's tokens always add up to the goroutines in
+// the queue (each unlock and Close moves counts to tokens, one for one),
+// so it removes one count if any is left; if none is, a token is on its
+// way for it (an unlock took its count and is about to release), and it
+// takes that token. Either way no other waiter loses its wake-up.
+func (mu *fdMutex) rwlockContext(ctx context.Context, read bool) (bool, error) {
 	bit, wait, mask := mu.side(read)
 	for {
 		old := mu.state.Load()
 		if old&fdmClosed != 0 {
-			return false
+			return false, nil
 		}
 		var next uint64
 		if old&bit == 0 {
@@ -137,6 +154,11 @@ func (mu *fdMutex) rwlock(read bool) bool {
 				panic(fdMutexOverflowMsg)
 			}
 		} else {
+			if ctx.Done() != nil {
+				if err := ctx.Err(); err != nil {
+					return false, err
+				}
+			}
 			next = old + wait
 			if next&mask == 0 {
 				panic(fdMutexOverflowMsg)
@@ -144,10 +166,30 @@ func (mu *fdMutex) rwlock(read bool) bool {
 		}
 		if mu.state.CompareAndSwap(old, next) {
 			if old&bit == 0 {
-				return true
+				return true, nil
 			}
 			// Whoever wakes us has already removed our waiter count.
-			mu.sema(read).acquire()
+			if mu.sema(read).acquireContext(ctx) {
+				continue
+			}
+			if !mu.leaveQueue(wait, mask) {
+				mu.sema(read).acquire()
+			}
+			return false, ctx.Err()
+		}
+	}
+}
+
+// leaveQueue removes one waiter count (wait, within mask), if any is
+// left, for a waiter whose context ended its wait.
+func (mu *fdMutex) leaveQueue(wait, mask uint64) bool {
+	for {
+		old := mu.state.Load()
+		if old&mask == 0 {
+			return false
+		}
+		if mu.state.CompareAndSwap(old, old-wait) {
+			return true
 		}
 	}
 }
@@ -255,6 +297,39 @@ func (s *fdSema) acquire() {
 	}
 	s.n--
 	s.mu.Unlock()
+}
+
+// acquireContext is acquire that also returns when ctx is done: it
+// reports whether it took one. A count already there is taken even if
+// ctx is done. A context that can never be done waits as acquire does.
+func (s *fdSema) acquireContext(ctx context.Context) bool {
+	if ctx.Done() == nil {
+		s.acquire()
+		return true
+	}
+	s.mu.Lock()
+	if s.cond.L == nil {
+		s.cond.L = &s.mu
+	}
+	if s.n == 0 {
+		// ctx.Err is set before the callback runs, and the callback
+		// takes mu before it broadcasts: the loop sees one or the other.
+		stop := context.AfterFunc(ctx, func() {
+			s.mu.Lock()
+			s.mu.Unlock()
+			s.cond.Broadcast()
+		})
+		for s.n == 0 && ctx.Err() == nil {
+			s.cond.Wait()
+		}
+		stop()
+	}
+	took := s.n > 0
+	if took {
+		s.n--
+	}
+	s.mu.Unlock()
+	return took
 }
 
 // release increments the count and wakes one blocked acquire.

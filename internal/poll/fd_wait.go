@@ -41,10 +41,10 @@ func (fd *FD) waitReady(ctx context.Context, mode pollfd.Mode) error {
 	events := int16(unix.POLLIN | unix.POLLRDHUP)
 	var err error
 	if mode == pollfd.ModeRead {
-		err = fd.readLock()
+		err = fd.readLockContext(ctx)
 	} else {
 		events = unix.POLLOUT
-		err = fd.writeLock()
+		err = fd.writeLockContext(ctx)
 	}
 	if err != nil {
 		return err
