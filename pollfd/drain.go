@@ -177,7 +177,13 @@ func (l *drainLoop) unregistered(s *shard) {
 		return
 	}
 	if s.poller.opts.Strategy == Dedicated {
-		l.wake()
+		// Under mu, and not once stopped: stop closes the eventfd after
+		// it set stopped, and its number may then be another file's.
+		l.mu.Lock()
+		if !l.stopped {
+			l.wake()
+		}
+		l.mu.Unlock()
 		return
 	}
 	// An error means stop has closed epfile, which ends the loop anyway.

@@ -23,7 +23,7 @@ import (
 // What each variable accepts, as its error tells the reader.
 const (
 	envPoller     = "GATENET_POLLER"
-	envPollerWant = "nested or dedicated, then +harvest and/or +rpark (e.g. nested+harvest+rpark)"
+	envPollerWant = "nested or dedicated, then +harvest and/or +rpark, then optionally /N-shards (e.g. nested+harvest+rpark)"
 	envShards     = "GATENET_SHARDS"
 	envShardsWant = "an integer from 1 to 1024"
 )
@@ -48,7 +48,8 @@ var (
 // optionsFromEnv returns Default's options: DefaultOptions, with
 // GATENET_POLLER's strategy and GATENET_SHARDS's shard count where they
 // are set and valid (the count follows GOMAXPROCS otherwise, whatever the
-// strategy). err is the first invalid one's *envconf.Error, in that
+// strategy, unless GATENET_POLLER has String's "/N-shards": GATENET_SHARDS
+// wins over that). err is the first invalid one's *envconf.Error, in that
 // order, then an unknown GATENET_ variable's (envconf.Unknown). Unset,
 // empty or blank, a variable keeps the default.
 func optionsFromEnv() (opts Options, err error) {
@@ -57,7 +58,9 @@ func optionsFromEnv() (opts Options, err error) {
 		if o, perr := parseOptions(v); perr != nil {
 			err = &envconf.Error{Var: envPoller, Value: v, Want: envPollerWant, Err: perr}
 		} else {
-			o.Shards = opts.Shards // GATENET_SHARDS's, or GOMAXPROCS's
+			if o.Shards == 0 {
+				o.Shards = opts.Shards // GOMAXPROCS's, unless GATENET_SHARDS says (below)
+			}
 			opts = o
 		}
 	}

@@ -51,6 +51,11 @@ func TestDefaultFromEnvironment(t *testing.T) {
 		{"", "", "GATENET_NOSUCH", "", "GATENET_NOSUCH="},
 		{"x", "", "GATENET_POLLER", "", "GATENET_POLER=nested"}, // the known one's error first
 		{"", "", "ok", "", "GATENET_SOAK=1"},                    // test-only ones are known
+		{"nested+harvest+rpark/2-shards", "", "ok", "8", ""},    // String's form, shards included
+		{"nested/3-shards", "2", "ok", "", ""},                  // GATENET_SHARDS wins
+		{"nested/0-shards", "", "GATENET_POLLER", "", ""},
+		{"nested/2", "", "GATENET_POLLER", "", ""},
+		{"nested/1025-shards", "", "GATENET_POLLER", "", ""},
 	} {
 		procs := cmp.Or(tc.procs, "2")
 		t.Run(tc.poller+"/"+tc.shards+"/"+procs+"/"+tc.extra, func(t *testing.T) {
@@ -80,7 +85,9 @@ func TestDefaultEnvChild(t *testing.T) {
 			opts, err = pollfd.DefaultOptions(), nil
 		}
 		require.NoError(t, err)
-		opts.Shards = pollfd.ShardsFor(runtime.GOMAXPROCS(0))
+		if opts.Shards == 0 {
+			opts.Shards = pollfd.ShardsFor(runtime.GOMAXPROCS(0))
+		}
 		if s := os.Getenv("GATENET_SHARDS"); s != "" {
 			n, err := strconv.Atoi(s)
 			require.NoError(t, err)
@@ -96,7 +103,7 @@ func TestDefaultEnvChild(t *testing.T) {
 	}
 	value := os.Getenv(want)
 	syntax := map[string]string{
-		"GATENET_POLLER": "nested or dedicated, then +harvest and/or +rpark (e.g. nested+harvest+rpark)",
+		"GATENET_POLLER": "nested or dedicated, then +harvest and/or +rpark, then optionally /N-shards (e.g. nested+harvest+rpark)",
 		"GATENET_SHARDS": "an integer from 1 to 1024",
 	}[want]
 	if syntax == "" { // a name gatenet does not read

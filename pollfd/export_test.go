@@ -26,3 +26,15 @@ func (d *Desc) MoveToShard(i int) bool { return d.moveToShard(i) }
 
 // CurrentBubble is currentBubble, for TestCurrentBubble.
 func CurrentBubble() uint64 { return currentBubble() }
+
+// LateIdleWake is what a Desc.Close that emptied shard 0 does after the
+// count fell to zero (drain.go's unregistered), called once more, as one
+// racing Poller.Close would call it after Close returned.
+func (p *Poller) LateIdleWake() {
+	s := p.shards[0]
+	s.loop.armed.Store(false)
+	s.loop.unregistered(s)
+}
+
+// WakeFd is the dedicated loop's eventfd number on shard 0.
+func (p *Poller) WakeFd() int { return p.shards[0].loop.eventfd }

@@ -42,7 +42,7 @@ import "github.com/gatenet/gatenet/internal/pollhook"
 // differ only in a few low bits (ephemeral ports are often handed out two
 // apart) still spread over all of them.
 func (p *Poller) ShardFor(key uint64) int {
-	if len(p.shards) == 1 {
+	if len(p.shardList()) <= 1 {
 		return 0
 	}
 	// A 64-bit finaliser (splitmix64's): every input bit moves every

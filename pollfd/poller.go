@@ -11,13 +11,19 @@ import (
 
 // Poller is gatenet's epoll poller: one or more shards (epoll instances,
 // each with its drain loop and token table) over which Open spreads
-// descriptors round-robin, or as a key names (ShardFor; place.go).
+// descriptors round-robin, or as a key names (ShardFor; place.go). Get
+// one from New or Default: on a nil or zero Poller the methods that
+// return an error fail, and the others report nothing.
 type Poller struct {
 	opts   Options
 	shards []*shard
 	next   atomic.Uint32
 	mu     sync.Mutex // serialises Close
-	envErr error      // Default's: an invalid GATENET_POLLER or GATENET_SHARDS (env.go); every Open returns it
+	// closing is set while Close decides, and stays set once it closes:
+	// an Open that counts its Desc and then finds it set waits for the
+	// decision (shard.open), so Open and Close never both succeed.
+	closing atomic.Bool
+	envErr  error // Default's: an invalid GATENET_POLLER or GATENET_SHARDS (env.go); every Open returns it
 
 	// started: every shard's init has run (New, or Default's first Open).
 	startOnce sync.Once
@@ -37,7 +43,21 @@ func newPoller(opts Options) *Poller {
 }
 
 // Options returns the options the poller was created with.
-func (p *Poller) Options() Options { return p.opts }
+func (p *Poller) Options() Options {
+	if p == nil {
+		return Options{}
+	}
+	return p.opts
+}
+
+// shardList is p's shards: none for a nil Poller, whose methods that
+// return no error report nothing.
+func (p *Poller) shardList() []*shard {
+	if p == nil {
+		return nil
+	}
+	return p.shards
+}
 
 var (
 	defaultOnce   sync.Once
@@ -115,9 +135,16 @@ func (p *Poller) Open(fd int) (*Desc, error) {
 	return p.nextShard().open(fd, false)
 }
 
-// usable is what every Open checks first: the environment's error, else
-// start's.
+// errNoPoller is the error of a nil Poller, or one not made by New or
+// Default.
+var errNoPoller = errors.New("pollfd: Poller not made by New or Default")
+
+// usable is what every Open checks first: a nil or zero poller, the
+// environment's error, else start's.
 func (p *Poller) usable() error {
+	if p == nil || len(p.shards) == 0 {
+		return errNoPoller
+	}
 	if p.envErr != nil {
 		return p.envErr
 	}
@@ -139,10 +166,7 @@ func (p *Poller) OpenShard(fd, i int) (*Desc, error) {
 	if err := p.usable(); err != nil {
 		return nil, err
 	}
-	if i < 0 {
-		i = -i
-	}
-	return p.shards[i%len(p.shards)].open(fd, false)
+	return p.shards[shardIndex(i, len(p.shards))].open(fd, false)
 }
 
 // OpenLazy is Open (shard < 0) or OpenShard for a descriptor the caller
@@ -161,19 +185,34 @@ func (p *Poller) OpenLazy(fd, shard int) (*Desc, error) {
 	if shard < 0 {
 		return p.nextShard().open(fd, true)
 	}
-	return p.shards[shard%len(p.shards)].open(fd, true)
+	return p.shards[shardIndex(shard, len(p.shards))].open(fd, true)
+}
+
+// shardIndex is i modulo n for OpenShard, a negative i as -i (whose
+// negation overflows for the smallest int, so it is taken modulo n
+// first).
+func shardIndex(i, n int) int {
+	if i < 0 {
+		return -(i % n)
+	}
+	return i % n
 }
 
 // Shards reports how many epoll instances the poller has.
-func (p *Poller) Shards() int { return len(p.shards) }
+func (p *Poller) Shards() int { return len(p.shardList()) }
 
 // ErrPollerBusy is returned by (*Poller).Close while descriptors are
 // still registered.
 var ErrPollerBusy = errors.New("pollfd: Close with descriptors still registered")
 
 // Close stops every shard's drain loop and closes its epoll descriptor.
-// Every Desc must have been closed first. Closing Default is refused.
+// Every Desc must have been closed first (ErrPollerBusy otherwise), and
+// an Open concurrent with Close either makes it refuse so or fails with
+// os.ErrClosed. Closing Default is refused.
 func (p *Poller) Close() error {
+	if p == nil || len(p.shards) == 0 {
+		return errNoPoller
+	}
 	if p == defaultPoller {
 		return errors.New("pollfd: the default poller cannot be closed")
 	}
@@ -182,7 +221,9 @@ func (p *Poller) Close() error {
 	if p.shards[0].closed.Load() {
 		return os.ErrClosed
 	}
+	p.closing.Store(true) // before reading the counts: shard.open
 	if p.Stats().Registered != 0 {
+		p.closing.Store(false)
 		return ErrPollerBusy
 	}
 	var err error
@@ -213,7 +254,7 @@ func IsPollDescriptor(fd int) bool {
 
 // IsPollDescriptor reports whether fd belongs to this poller itself.
 func (p *Poller) IsPollDescriptor(fd int) bool {
-	for _, s := range p.shards {
+	for _, s := range p.shardList() {
 		if s.isPollDescriptor(fd) {
 			return true
 		}

@@ -93,6 +93,9 @@ var ErrListClosed = errors.New("pollfd: ready list closed")
 var ErrWatchedElsewhere = errors.New("pollfd: descriptor already watched by another list")
 
 // ReadyList collects watched descriptors whose read side became ready.
+// The zero value is an empty list, as NewReadyList's outside a synctest
+// bubble (NewReadyList in a bubble makes one whose Next sleeps durably
+// there).
 type ReadyList struct {
 	mu     sync.Mutex
 	items  []report
@@ -127,15 +130,35 @@ type durableSleeper struct {
 
 // NewReadyList returns an empty list.
 func NewReadyList() *ReadyList {
-	newNotify := func() chan struct{} { return make(chan struct{}, 1) }
 	if inBubble() {
-		// The drain loop, outside the bubble, sends on it: a channel of
-		// the bubble would be refused. Next's durable sleeps are on a
-		// durableSema instead.
-		return &ReadyList{notify: madeOutsideBubble(newNotify), bubble: currentBubble()}
+		return &ReadyList{notify: newNotify(), bubble: currentBubble()}
 	}
 	return &ReadyList{notify: newNotify()}
 }
+
+// newNotify makes a list's notify channel. In a bubble it is made outside
+// it: the drain loop, outside the bubble, sends on it, and a channel of
+// the bubble would be refused. Next's durable sleeps are on a
+// durableSema instead.
+func newNotify() chan struct{} {
+	make1 := func() chan struct{} { return make(chan struct{}, 1) }
+	if inBubble() {
+		return madeOutsideBubble(make1)
+	}
+	return make1()
+}
+
+// notifyLocked is l.notify, made on first use for a zero ReadyList.
+// Called with mu held.
+func (l *ReadyList) notifyLocked() chan struct{} {
+	if l.notify == nil {
+		l.notify = newNotify()
+	}
+	return l.notify
+}
+
+// errNoList is the error of a nil *ReadyList.
+var errNoList = errors.New("pollfd: nil ReadyList")
 
 // watch is a Desc's membership of a ReadyList, guarded by the Desc's mu.
 type watch struct {
@@ -159,6 +182,9 @@ type watch struct {
 // (WatchWrite). It fails on a closed list, and on a descriptor another
 // open list watches; one a closed list still watches moves to l.
 func (d *Desc) Watch(l *ReadyList, cookie any) error {
+	if l == nil {
+		return errNoList
+	}
 	if err := d.joined(0); err != nil {
 		return err
 	}
@@ -292,7 +318,7 @@ func (l *ReadyList) wakeOneLocked() {
 		return
 	}
 	select {
-	case l.notify <- struct{}{}:
+	case l.notifyLocked() <- struct{}{}:
 	default:
 	}
 }
@@ -348,14 +374,21 @@ func (l *ReadyList) remove(d *Desc) {
 // Next returns the cookie of the next descriptor that became readable,
 // waiting until one does, ctx is done or the list is closed. On a list
 // with write interest (WatchWrite) it returns write reports too: NextEvent
-// tells them apart.
+// tells them apart. A nil ctx is context.Background().
 func (l *ReadyList) Next(ctx context.Context) (any, error) {
 	cookie, _, err := l.NextEvent(ctx)
 	return cookie, err
 }
 
 // NextEvent is Next, also saying whether the report is of room to write.
+// A nil ctx is context.Background().
 func (l *ReadyList) NextEvent(ctx context.Context) (cookie any, write bool, err error) {
+	if l == nil {
+		return nil, false, errNoList
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	for {
 		l.mu.Lock()
 		if l.closed {
@@ -381,10 +414,11 @@ func (l *ReadyList) NextEvent(ctx context.Context) (cookie any, write bool, err 
 		if d == nil && ctx.Done() == nil && l.sleepLocked() {
 			continue
 		}
+		notify := l.notifyLocked()
 		l.mu.Unlock()
 		if d == nil {
 			select {
-			case <-l.notify:
+			case <-notify:
 				continue
 			case <-ctx.Done():
 				return nil, false, ctx.Err()
@@ -410,8 +444,12 @@ func (l *ReadyList) NextEvent(ctx context.Context) (cookie any, write bool, err 
 	}
 }
 
-// Len reports how many descriptors are queued.
+// Len reports how many reports are queued: a descriptor reported both
+// readable and writable (WatchWrite) counts twice.
 func (l *ReadyList) Len() int {
+	if l == nil {
+		return 0
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.items)
@@ -420,10 +458,13 @@ func (l *ReadyList) Len() int {
 // Close wakes every Next with ErrListClosed. Watched descriptors stay
 // watched until Unwatch or their own close.
 func (l *ReadyList) Close() {
+	if l == nil {
+		return
+	}
 	l.mu.Lock()
 	if !l.closed {
 		l.closed = true
-		close(l.notify)
+		close(l.notifyLocked())
 		for len(l.sleepers) > 0 || len(l.durables) > 0 {
 			l.wakeOneLocked()
 		}

@@ -81,10 +81,11 @@ func (s *shard) open(fd int, lazy bool) (*Desc, error) {
 	if err := s.init(); err != nil {
 		return nil, err
 	}
-	if s.closed.Load() {
-		return nil, os.ErrClosed
+	if err := s.reserve(); err != nil {
+		return nil, err
 	}
 	if fd < 0 || fd > math.MaxInt32 { // no such descriptor number (EBADF, as epoll_ctl says)
+		s.unreserve()
 		return nil, os.NewSyscallError("epoll_ctl", unix.EBADF)
 	}
 	d := &Desc{shard: s, fd: int32(fd)}
@@ -93,17 +94,47 @@ func (s *shard) open(fd int, lazy bool) (*Desc, error) {
 		d.ext = &descExt{bubble: id}
 	}
 	if !s.table.insert(d) {
+		s.unreserve()
 		return nil, os.NewSyscallError("epoll_ctl", unix.ENOSPC)
 	}
 	if !lazy {
 		if err := d.join(0); err != nil {
 			s.table.remove(d)
+			s.unreserve()
 			return nil, err
 		}
 	}
-	s.stats.registered.Add(1)
 	s.loop.registered(s)
 	return d, nil
+}
+
+// reserve counts a Desc about to be opened in Stats.Registered, unless
+// the poller is closed. The count comes before the look at closing, and
+// Poller.Close sets closing before it reads the counts, so one of them
+// sees the other: Close finds the count and is refused (ErrPollerBusy),
+// or open finds closing, takes the count back and waits for Close's
+// decision (the poller's mu), then fails if it closed.
+func (s *shard) reserve() error {
+	for {
+		s.stats.registered.Add(1)
+		if !s.poller.closing.Load() {
+			return nil
+		}
+		s.unreserve()
+		s.poller.mu.Lock() // held by Close while it decides
+		closed := s.closed.Load()
+		s.poller.mu.Unlock()
+		if closed {
+			return os.ErrClosed
+		}
+	}
+}
+
+// unreserve takes back reserve's count, for an open that failed.
+func (s *shard) unreserve() {
+	if s.stats.registered.Add(-1) == 0 {
+		s.loop.unregistered(s)
+	}
 }
 
 // dispatch hands a batch of events to their descriptors; drained says

@@ -46,7 +46,7 @@ func (c *counters) recordWait(n int) {
 // Stats returns the poller's counters, summed over its shards.
 func (p *Poller) Stats() Stats {
 	var t Stats
-	for _, s := range p.shards {
+	for _, s := range p.shardList() {
 		t.add(s.snapshot())
 	}
 	return t
@@ -54,8 +54,9 @@ func (p *Poller) Stats() Stats {
 
 // ShardStats returns each shard's counters.
 func (p *Poller) ShardStats() []Stats {
-	out := make([]Stats, len(p.shards))
-	for i, s := range p.shards {
+	shards := p.shardList()
+	out := make([]Stats, len(shards))
+	for i, s := range shards {
 		out[i] = s.snapshot()
 	}
 	return out

@@ -102,13 +102,13 @@ const procsPerShard = 4
 // the shard's readiness that its waiters do not harvest passes; with one
 // per four Ps, delivery grows with the cores (place.go).
 func ShardsFor(procs int) int {
-	return max(1, (procs+procsPerShard-1)/procsPerShard)
+	return max(1, procs/procsPerShard+min(1, procs%procsPerShard)) // (procs+3)/4 overflows for the largest ints
 }
 
 // String gives the form ParseOptions reads: "nested", "dedicated",
 // "nested+harvest", "dedicated+harvest", any of them with "+rpark"
 // (RuntimePark, as "nested+harvest+rpark"); more than one shard adds
-// "/N-shards" (ParseOptions leaves shards to GATENET_SHARDS).
+// "/N-shards".
 func (o Options) String() string {
 	s := o.Strategy.String()
 	if o.Harvest {
@@ -133,11 +133,12 @@ func (o Options) validate() error {
 	return nil
 }
 
-// ParseOptions reads the String form of Options.
+// ParseOptions reads the String form of Options, its "/N-shards" too
+// (Shards is 0, the default, without it). On error the Options are zero.
 func ParseOptions(s string) (Options, error) {
 	o, err := parseOptions(s)
 	if err != nil {
-		return o, fmt.Errorf("pollfd: %w in %q (want nested or dedicated, optionally +harvest and +rpark)", err, s)
+		return Options{}, fmt.Errorf("pollfd: %w in %q (want nested or dedicated, optionally +harvest and +rpark, then /N-shards)", err, s)
 	}
 	return o, nil
 }
@@ -146,7 +147,15 @@ func ParseOptions(s string) (Options, error) {
 // (GATENET_POLLER's error says the rest: env.go).
 func parseOptions(s string) (Options, error) {
 	var o Options
-	parts := strings.Split(strings.TrimSpace(s), "+")
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '/'); i >= 0 {
+		n, err := parseShards(s[i+1:])
+		if err != nil {
+			return o, err
+		}
+		o.Shards, s = n, s[:i]
+	}
+	parts := strings.Split(s, "+")
 	switch parts[0] {
 	case "nested":
 		o.Strategy = Nested
@@ -166,6 +175,22 @@ func parseOptions(s string) (Options, error) {
 		}
 	}
 	return o, nil
+}
+
+// parseShards reads the "N-shards" of a String form: N from 1 to
+// maxEnvShards, as GATENET_SHARDS takes.
+func parseShards(s string) (int, error) {
+	digits, ok := strings.CutSuffix(s, "-shards")
+	n, err := strconv.Atoi(digits)
+	switch {
+	case !ok || err != nil:
+		return 0, fmt.Errorf("bad shard count %q (want N-shards)", s)
+	case n <= 0:
+		return 0, fmt.Errorf("shard count %q: %w", s, errNotPositive)
+	case n > maxEnvShards:
+		return 0, fmt.Errorf("shard count %q: %w", s, errTooMany)
+	}
+	return n, nil
 }
 
 // Stats is a snapshot of a poller's counters. They are atomic counters
