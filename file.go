@@ -371,27 +371,36 @@ func (c rawConn) Write(f func(uintptr) bool) error { return c.fd.RawWrite(f) }
 
 // ReadFrom copies from r into the File until EOF, as io.ReaderFrom.
 // When both the File and r are pipes or gatenet stream sockets, the bytes
-// move with splice(2) and never enter user space.
+// move with splice(2) and never enter user space, and a byte leaves r
+// only into the File. The errors are os's: between two Files (which os
+// copies through a buffer) the failing end's own Read or Write error,
+// from a socket a "write" *fs.PathError around splice's error.
 func (f *File) ReadFrom(r io.Reader) (int64, error) {
 	if err := f.checkValid("write"); err != nil {
 		return 0, err
 	}
 	if dst := spliceEnd(f); dst != nil {
-		if n, err, handled := spliceFrom(dst, r); handled {
-			return n, f.wrapErr("write", err)
+		if n, err, handled, srcErr, src := spliceFrom(dst, r); handled {
+			if sf, ok := src.(*File); ok {
+				return n, fileCopyError(sf, f, err, srcErr)
+			}
+			return n, f.wrapErr("write", wrapSyscallError("splice", err))
 		}
 	}
 	return io.Copy(fileWithoutReadFrom{f}, r)
 }
 
 // WriteTo copies the File to w until EOF, as io.WriterTo; with splice(2)
-// when both are pipes or gatenet stream sockets.
+// when both are pipes or gatenet stream sockets, with ReadFrom's errors.
 func (f *File) WriteTo(w io.Writer) (int64, error) {
 	if err := f.checkValid("read"); err != nil {
 		return 0, err
 	}
 	if dst, src := spliceEnd(w), spliceEnd(f); dst != nil && src != nil {
-		if n, err, handled := poll.Splice(dst, src, 0); handled {
+		if n, err, handled, srcErr := poll.SpliceEnds(dst, src, 0); handled {
+			if wf, ok := w.(*File); ok {
+				return n, fileCopyError(f, wf, err, srcErr)
+			}
 			return n, f.wrapErr("read", wrapSyscallError("splice", err))
 		}
 	}

@@ -35,25 +35,37 @@ func spliceEnd(x any) *poll.FD {
 }
 
 // spliceFrom splices from r, a gatenet stream conn or pipe (or one inside
-// an *io.LimitedReader, whose N is updated), into dst.
-func spliceFrom(dst *poll.FD, r io.Reader) (int64, error, bool) {
+// an *io.LimitedReader, whose N is updated), into dst. It returns
+// splice's error as it is, and whether it is the source's (srcErr) and
+// the source itself.
+func spliceFrom(dst *poll.FD, r io.Reader) (n int64, err error, handled, srcErr bool, src io.Reader) {
 	var remain int64
 	lr, ok := r.(*io.LimitedReader)
 	if ok {
 		remain, r = lr.N, lr.R
 		if remain <= 0 {
-			return 0, nil, true
+			return 0, nil, true, false, r
 		}
 	}
-	src := spliceEnd(r)
-	if src == nil {
-		return 0, nil, false
+	end := spliceEnd(r)
+	if end == nil {
+		return 0, nil, false, false, r
 	}
-	n, err, handled := poll.Splice(dst, src, remain)
+	n, err, handled, srcErr = poll.SpliceEnds(dst, end, remain)
 	if lr != nil {
 		lr.N -= n
 	}
-	return n, wrapSyscallError("splice", err), handled
+	return n, err, handled, srcErr, r
+}
+
+// fileCopyError is the error of a splice between two gatenet Files, where
+// os copies through a buffer (it splices only to and from sockets): the
+// failing end's own Read's or Write's error, its errno bare.
+func fileCopyError(src, dst *File, err error, srcErr bool) error {
+	if srcErr {
+		return src.wrapErr("read", err)
+	}
+	return dst.wrapErr("write", err)
 }
 
 // tcpConnWithoutWriteTo is net's: a *TCPConn whose WriteTo is hidden (the

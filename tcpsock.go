@@ -176,7 +176,8 @@ func (c *TCPConn) ReadFrom(r io.Reader) (int64, error) {
 	if !c.ok() {
 		return 0, syscall.EINVAL
 	}
-	n, err, handled := spliceFrom(&c.fd.pfd, r)
+	n, err, handled, _, _ := spliceFrom(&c.fd.pfd, r)
+	err = wrapSyscallError("splice", err)
 	if !handled {
 		n, err, handled = c.fd.sendFile(r)
 		if handled {

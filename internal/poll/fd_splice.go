@@ -58,18 +58,31 @@ func (p *splicePipe) close() {
 }
 
 // Splice moves up to remain bytes (0: until EOF) from src to dst with
-// splice(2) through a pooled pipe, mirroring internal/poll's Splice (which
-// net's TCPConn.ReadFrom/WriteTo use); what it reports written is what
-// reached dst (bytes stranded in the pipe by an error are lost, as net's).
-// handled is false when the kernel refused the pair before a byte moved:
-// the caller then copies through a buffer.
+// splice(2), mirroring internal/poll's Splice (which net's
+// TCPConn.ReadFrom/WriteTo use). Between two sockets the bytes go
+// through a pooled pipe, and what it reports written is what reached dst
+// (bytes stranded in the pipe by an error are lost, as net's). When
+// either end is a pipe they go straight from one to the other
+// (spliceDirect), and an error loses nothing. handled is false when the
+// kernel refused the pair before a byte moved: the caller then copies
+// through a buffer.
 func Splice(dst, src *FD, remain int64) (written int64, err error, handled bool) {
+	written, err, handled, _ = SpliceEnds(dst, src, remain)
+	return written, err, handled
+}
+
+// SpliceEnds is Splice, also saying whether err is the source's (its read
+// failed: closed, its deadline, a reset) rather than the destination's.
+func SpliceEnds(dst, src *FD, remain int64) (written int64, err error, handled, srcErr bool) {
 	if dst.hooked() || src.hooked() {
-		return 0, nil, false // the copy through a buffer goes through the fault layer
+		return 0, nil, false, false // the copy through a buffer goes through the fault layer
+	}
+	if src.isPipe() || dst.isPipe() {
+		return spliceDirect(dst, src, remain)
 	}
 	pv := splicePipes.Get()
 	if pv == nil {
-		return 0, nil, false
+		return 0, nil, false, false
 	}
 	p := pv.(*splicePipe)
 	for remain == 0 || written < remain {
@@ -80,21 +93,39 @@ func Splice(dst, src *FD, remain int64) (written int64, err error, handled bool)
 		var inPipe int
 		inPipe, err = src.spliceDrain(p.w, int(max))
 		if inPipe == 0 {
-			if written == 0 && (err == unix.EINVAL || err == unix.ENOSYS || err == unix.EOPNOTSUPP) {
+			if written == 0 && notSpliceable(err) {
 				splicePipes.Put(p)
-				return 0, nil, false // this pair cannot splice
+				return 0, nil, false, false // this pair cannot splice
 			}
+			srcErr = err != nil
 			break // end of stream (err nil), or the source's error
 		}
 		n, perr := dst.splicePump(p.r, inPipe)
 		written += int64(n)
 		if n < inPipe {
 			p.close() // bytes stranded in the pipe: it cannot be reused
-			return written, perr, true
+			return written, perr, true, false
 		}
 	}
 	splicePipes.Put(p)
-	return written, err, true
+	return written, err, true, srcErr
+}
+
+// notSpliceable reports whether a splice's error means the kernel does
+// not splice this pair (nothing moved): copy through a buffer instead.
+func notSpliceable(err error) bool {
+	return err == unix.EINVAL || err == unix.ENOSYS || err == unix.EOPNOTSUPP
+}
+
+// isPipe reports whether fd is a pipe or FIFO, which splice(2) can move
+// bytes into or out of directly.
+func (fd *FD) isPipe() bool {
+	if fd.Incref() != nil {
+		return false
+	}
+	defer fd.Decref()
+	var st unix.Stat_t
+	return unix.Fstat(fd.Sysfd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFIFO
 }
 
 // spliceDrain moves up to limit bytes from fd into the pipe's write end,

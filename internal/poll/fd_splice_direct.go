@@ -1,0 +1,135 @@
+//go:build linux
+
+package poll
+
+import (
+	"golang.org/x/sys/unix"
+
+	"github.com/gatenet/gatenet/pollfd"
+)
+
+// splice(2) straight from src to dst, which the kernel allows when either
+// is a pipe. A byte leaves src only into dst, so a copy that fails on
+// either end loses nothing: the source keeps what dst did not take, as
+// os's copy through a buffer keeps all but that buffer, where draining
+// into a pooled pipe first would strand up to maxSpliceChunk.
+//
+// One splice call needs both ends ready: data in src and room in dst.
+// Each step takes dst's write lock, then src's read lock (dst first, as
+// os's copy_file_range does: a closed destination fails before the source
+// is touched), prepares both and splices. EAGAIN does not say which end
+// was not ready, so poll(2) looks (src first); the step then lets go of
+// the ready end's lock and waits on the other's gate under its own lock,
+// as a Read or a Write parked there would. An edge that came after the
+// Prepare wakes it; a wake finding both ready retries. Between steps both
+// locks are free, so another goroutine's Write to dst, or Read of src,
+// goes in between chunks as with io.Copy.
+
+// spliceDirect is SpliceEnds for a pair with a pipe in it.
+func spliceDirect(dst, src *FD, remain int64) (written int64, err error, handled, srcErr bool) {
+	for remain == 0 || written < remain {
+		max := int64(maxSpliceChunk)
+		if remain > 0 {
+			max = min(max, remain-written)
+		}
+		n, again, err, srcErr := spliceStep(dst, src, int(max))
+		written += int64(n)
+		switch {
+		case err != nil:
+			if written == 0 && notSpliceable(err) {
+				return 0, nil, false, false // this pair cannot splice
+			}
+			return written, err, true, srcErr
+		case n == 0 && !again:
+			return written, nil, true, false // src is at its end
+		}
+	}
+	return written, nil, true, false
+}
+
+// spliceStep makes one splice of up to max bytes from src to dst under
+// both locks, or, if neither moved anything because an end was not ready,
+// waits for that end and reports again. srcErr says an error is src's.
+func spliceStep(dst, src *FD, max int) (n int, again bool, err error, srcErr bool) {
+	if err := dst.writeLock(); err != nil {
+		return 0, false, err, false
+	}
+	if err := src.readLock(); err != nil {
+		dst.writeUnlock()
+		return 0, false, err, true
+	}
+	dstLocked, srcLocked := true, true
+	defer func() {
+		if srcLocked {
+			src.readUnlock()
+		}
+		if dstLocked {
+			dst.writeUnlock()
+		}
+	}()
+	if err := dst.Prepare(pollfd.ModeWrite); err != nil {
+		return 0, false, err, false
+	}
+	if err := src.Prepare(pollfd.ModeRead); err != nil {
+		return 0, false, err, true
+	}
+	for {
+		spliceCalls.Add(1)
+		m, err := unix.Splice(src.Sysfd, nil, dst.Sysfd, nil, max, unix.SPLICE_F_NONBLOCK)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == nil:
+			return int(m), false, nil, false
+		case err != unix.EAGAIN:
+			return 0, false, err, src.owns(err, dst)
+		}
+		readable, perr := pollNow(src.Sysfd, unix.POLLIN|unix.POLLRDHUP)
+		if perr != nil {
+			return 0, false, perr, true
+		}
+		if !readable {
+			dst.writeUnlock()
+			dstLocked = false
+			if !src.Pollable() {
+				return 0, false, err, true
+			}
+			if err := src.Wait(pollfd.ModeRead); err != nil {
+				return 0, false, err, true
+			}
+			return 0, true, nil, false
+		}
+		writable, perr := pollNow(dst.Sysfd, unix.POLLOUT)
+		if perr != nil {
+			return 0, false, perr, false
+		}
+		if !writable {
+			src.readUnlock()
+			srcLocked = false
+			if !dst.Pollable() {
+				return 0, false, err, false
+			}
+			if err := dst.Wait(pollfd.ModeWrite); err != nil {
+				return 0, false, err, false
+			}
+			return 0, true, nil, false
+		}
+		// Both ready by now: splice again.
+	}
+}
+
+// owns reports whether err, from a splice of fd (the source) into dst,
+// is the source's: EPIPE is the destination's (its reader is gone), as is
+// EBADF unless the source is not open for reading (the wrong end of a
+// pipe); any other error is the end that is a socket's, the destination's
+// between two pipes.
+func (fd *FD) owns(err error, dst *FD) bool {
+	switch err {
+	case unix.EPIPE:
+		return false
+	case unix.EBADF:
+		mode, ferr := unix.FcntlInt(uintptr(fd.Sysfd), unix.F_GETFL, 0)
+		return ferr == nil && mode&unix.O_ACCMODE == unix.O_WRONLY
+	}
+	return dst.isPipe() && !fd.isPipe()
+}
