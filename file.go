@@ -59,7 +59,10 @@ var errWriteAtInAppendMode = errors.New("os: invalid use of WriteAt on file open
 // puts it in non-blocking mode and registers it with the poller, so every
 // pollable descriptor gets deadlines and close-unblock (os.NewFile polls
 // only descriptors that are already non-blocking). A descriptor epoll
-// refuses stays as it was, in blocking mode. NewFile returns nil if fd is
+// refuses stays as it was, in blocking mode. One NewFile made
+// non-blocking is made blocking again when the File closes, for the other
+// holders of its open file description (a terminal shared with the
+// shell, a dup), as Fd makes it at once. NewFile returns nil if fd is
 // negative. A descriptor that is not open gives a File whose operations
 // fail with EBADF, as with os.NewFile. While a GATENET_ environment
 // variable is invalid, every operation but Close, Fd and Name fails with
@@ -80,6 +83,11 @@ func NewFile(fd uintptr, name string) *File {
 		f, err = newFile(pollfd.Default(), sysfd, name, fileBlocking)
 	default:
 		f, err = newFile(pollfd.Default(), sysfd, name, fileMadeNonblocking)
+		if f.nonblock {
+			// Its open file description may be shared (stdin, a dup): put
+			// it back as it came, at the last close.
+			f.fd.RestoreBlockingOnClose()
+		}
 	}
 	f.setupErr = err
 	f.appendMode = flags >= 0 && flags&unix.O_APPEND != 0 // as os.NewFile

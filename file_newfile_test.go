@@ -303,6 +303,39 @@ func TestFileNewFileBlockingPipe(t *testing.T) {
 	require.False(t, fileNonblocking(t, w), "Fd restores the blocking mode gatenet changed")
 }
 
+// TestFileNewFileRestoresBlockingOnClose: the blocking mode NewFile
+// changed is the open file description's, which other descriptors share
+// (a dup here; a shell's terminal in life): Close puts it back, as
+// os.NewFile's Close never changed it. A descriptor that came
+// non-blocking is left so.
+func TestFileNewFileRestoresBlockingOnClose(t *testing.T) {
+	testutil.CheckLeaks(t)
+	for _, cameNonblocking := range []bool{false, true} {
+		flags := unix.O_CLOEXEC
+		if cameNonblocking {
+			flags |= unix.O_NONBLOCK
+		}
+		var p [2]int
+		require.NoError(t, unix.Pipe2(p[:], flags))
+		defer unix.Close(p[1])
+		kept, err := unix.Dup(p[0]) // shares p[0]'s description
+		require.NoError(t, err)
+		defer unix.Close(kept)
+		nonblocking := func() bool {
+			fl, err := unix.FcntlInt(uintptr(kept), unix.F_GETFL, 0)
+			require.NoError(t, err)
+			return fl&unix.O_NONBLOCK != 0
+		}
+		f := gatenet.NewFile(uintptr(p[0]), "r")
+		require.True(t, nonblocking(), "NewFile made it pollable")
+		require.NoError(t, f.SetReadDeadline(time.Now().Add(time.Millisecond)))
+		_, err = f.Read(make([]byte, 1))
+		requirePathError(t, err, "read", "r", os.ErrDeadlineExceeded)
+		require.NoError(t, f.Close())
+		require.Equal(t, cameNonblocking, nonblocking(), "Close leaves the description as NewFile found it")
+	}
+}
+
 // sigpipeHelperEnv makes the test binary act as TestFileStdoutBrokenPipe's
 // child: it writes to fd 1 through os.NewFile or gatenet.NewFile.
 const sigpipeHelperEnv = "GATENET_TEST_SIGPIPE_CHILD"

@@ -67,6 +67,10 @@ const (
 	flagDrained // its last read, since the read side's last Prepare, left nothing to read (fd_wait.go)
 	flagPrivate // a socket gatenet made, never handed out: raw system calls (fd_sys.go)
 	flagFilled  // a read since the last Watch filled its buffer (fd_wait.go)
+	// flagRestoreBlocking: the descriptor came blocking from its owner and
+	// was made non-blocking here; the last close puts it back, for the
+	// other holders of its open file description (RestoreBlockingOnClose).
+	flagRestoreBlocking
 )
 
 // AnyShard lets the poller choose the shard (round-robin).
@@ -167,6 +171,9 @@ func (fd *FD) destroy() error {
 	fd.dropFaults()
 	if fd.pd != nil {
 		fd.pd.Close()
+	}
+	if f := fd.flags.Load(); f&flagRestoreBlocking != 0 && f&flagBlocking == 0 {
+		unix.SetNonblock(fd.Sysfd, false) // best effort, as os's Fd
 	}
 	// close(2) is never retried: after EINTR the descriptor is gone anyway.
 	err := unix.Close(fd.Sysfd)
@@ -568,6 +575,12 @@ func (fd *FD) SetBlocking() error {
 	fd.flags.And(^uint32(flagPrivate))
 	return unix.SetNonblock(fd.Sysfd, false)
 }
+
+// RestoreBlockingOnClose makes the last close clear O_NONBLOCK again
+// before close(2): for a descriptor that was blocking when it was handed
+// over (NewFile), whose open file description other processes or
+// descriptors (a shell's terminal, a dup) may share and expect blocking.
+func (fd *FD) RestoreBlockingOnClose() { fd.flags.Or(flagRestoreBlocking) }
 
 // Dup duplicates the descriptor with F_DUPFD_CLOEXEC; the string names the
 // failed call.
