@@ -12,7 +12,6 @@ package pollfd
 // (envconf.Unknown).
 
 import (
-	"errors"
 	"os"
 	"strconv"
 	"strings"
@@ -26,23 +25,6 @@ const (
 	envPollerWant = "nested or dedicated, then +harvest and/or +rpark, then optionally /N-shards (e.g. nested+harvest+rpark)"
 	envShards     = "GATENET_SHARDS"
 	envShardsWant = "an integer from 1 to 1024"
-)
-
-// maxEnvShards bounds GATENET_SHARDS. Every shard is made at the default
-// poller's first Open: an epoll descriptor, park-slot eventfds and a
-// token table, about 4 descriptors and 42 KiB of heap a shard (1024
-// shards: 4,096 descriptors, 42 MiB, 0.18 s to start, at GOMAXPROCS 2), so
-// a count mistyped a few zeros too long (100000) would cost some 400,000
-// descriptors, failing with EMFILE under most limits, before the first
-// socket. 1024 allows one shard per P up to 1024 Ps, more than sharding
-// is measured to pay off at (one per four Ps, ShardsFor; docs/DESIGN.md,
-// "Why four Ps a shard"), and ShardsFor's own count up to 4096 Ps. New's
-// Options are not bounded.
-const maxEnvShards = 1024
-
-var (
-	errNotPositive = errors.New("not positive")
-	errTooMany     = errors.New("more than 1024 shards")
 )
 
 // optionsFromEnv returns Default's options: DefaultOptions, with

@@ -177,6 +177,23 @@ func parseOptions(s string) (Options, error) {
 	return o, nil
 }
 
+// maxEnvShards bounds GATENET_SHARDS. Every shard is made at the default
+// poller's first Open: an epoll descriptor, park-slot eventfds and a
+// token table, about 4 descriptors and 42 KiB of heap a shard (1024
+// shards: 4,096 descriptors, 42 MiB, 0.18 s to start, at GOMAXPROCS 2), so
+// a count mistyped a few zeros too long (100000) would cost some 400,000
+// descriptors, failing with EMFILE under most limits, before the first
+// socket. 1024 allows one shard per P up to 1024 Ps, more than sharding
+// is measured to pay off at (one per four Ps, ShardsFor; docs/DESIGN.md,
+// "Why four Ps a shard"), and ShardsFor's own count up to 4096 Ps. New's
+// Options are not bounded.
+const maxEnvShards = 1024
+
+var (
+	errNotPositive = errors.New("not positive")
+	errTooMany     = errors.New("more than 1024 shards")
+)
+
 // parseShards reads the "N-shards" of a String form: N from 1 to
 // maxEnvShards, as GATENET_SHARDS takes.
 func parseShards(s string) (int, error) {
