@@ -46,9 +46,9 @@ type ListenConfig struct {
 	mptcp mptcpStatus // SetMultipathTCP (mptcp.go)
 }
 
-// Dialer mirrors net.Dialer (without its deprecated fields), plus the
-// poller to register connections with and the faults to inject. Off
-// Linux it delegates to net.Dialer, and Poller and Faults are ignored.
+// Dialer mirrors net.Dialer, plus the poller to register connections
+// with and the faults to inject. Off Linux it delegates to net.Dialer, and
+// Poller and Faults are ignored.
 type Dialer struct {
 	// Timeout bounds the whole dial, name resolution included.
 	Timeout time.Duration
@@ -57,6 +57,11 @@ type Dialer struct {
 	// LocalAddr is the local address to dial from (*net.TCPAddr or
 	// *net.UnixAddr); nil picks one.
 	LocalAddr net.Addr
+	// DualStack is net.Dialer's, ignored as there.
+	//
+	// Deprecated: Fast Fallback is enabled by default. To disable, set
+	// FallbackDelay to a negative value.
+	DualStack bool
 	// FallbackDelay is how long a "tcp" dial waits for the primary
 	// address family before racing the other ("happy eyeballs", RFC
 	// 6555): 0 means 300 ms, negative disables the race.
@@ -68,6 +73,10 @@ type Dialer struct {
 	KeepAliveConfig net.KeepAliveConfig
 	// Resolver looks up names; nil means net.DefaultResolver.
 	Resolver *net.Resolver
+	// Cancel, closed, cancels the dial, as net.Dialer's.
+	//
+	// Deprecated: Use DialContext instead.
+	Cancel <-chan struct{}
 	// Control is called after the socket is created, before connect.
 	Control func(network, address string, c syscall.RawConn) error
 	// ControlContext is Control with the dial's context; it takes

@@ -5,6 +5,7 @@ package gatenet
 import (
 	"context"
 	"net"
+	"net/http/httptrace"
 	"net/netip"
 	"syscall"
 	"time"
@@ -59,18 +60,32 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 	return d.dialParallel(ctx, network, primaries, fallbacks)
 }
 
-// dialCtx is ctx bounded by the Dialer's Timeout and Deadline, as net's.
-// A nil ctx panics, as in net: it is a programming error.
+// dialCtx is ctx bounded by the Dialer's Timeout and Deadline, and ended
+// by its Cancel channel, as net's. A nil ctx panics, as in net: it is a
+// programming error.
 func (d *Dialer) dialCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	if ctx == nil {
 		panic("nil context")
 	}
+	cancel := func() {}
 	if deadline := d.deadline(ctx, time.Now()); !deadline.IsZero() {
 		if old, ok := ctx.Deadline(); !ok || deadline.Before(old) {
-			return context.WithDeadline(ctx, deadline)
+			ctx, cancel = context.WithDeadline(ctx, deadline)
 		}
 	}
-	return ctx, func() {}
+	if oldCancel := d.Cancel; oldCancel != nil {
+		sub, cancelSub := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-oldCancel:
+				cancelSub()
+			case <-sub.Done():
+			}
+		}()
+		cancelDeadline := cancel
+		ctx, cancel = sub, func() { cancelSub(); cancelDeadline() }
+	}
+	return ctx, cancel
 }
 
 // deadline is the earliest of now+Timeout, Deadline and ctx's deadline.
@@ -223,9 +238,18 @@ func partialDeadline(now, deadline time.Time, addrsRemaining int) (time.Time, er
 }
 
 // dialSingle connects to one address.
-func (d *Dialer) dialSingle(ctx context.Context, network string, ra net.Addr) (net.Conn, error) {
-	var c net.Conn
-	var err error
+func (d *Dialer) dialSingle(ctx context.Context, network string, ra net.Addr) (c net.Conn, err error) {
+	// net/http/httptrace's connect events, which net's dialSingle reports
+	// through the same ClientTrace.
+	if trace := httptrace.ContextClientTrace(ctx); trace != nil {
+		raStr := ra.String()
+		if trace.ConnectStart != nil {
+			trace.ConnectStart(network, raStr)
+		}
+		if trace.ConnectDone != nil {
+			defer func() { trace.ConnectDone(network, raStr, err) }()
+		}
+	}
 	switch ra := ra.(type) {
 	case *net.TCPAddr:
 		la, _ := d.LocalAddr.(*net.TCPAddr)

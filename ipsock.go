@@ -252,7 +252,7 @@ func resolveInternetAddrList(ctx context.Context, r *net.Resolver, n sockNetwork
 	var ips []net.IPAddr
 	if ip, err := netip.ParseAddr(host); err == nil {
 		ips = []net.IPAddr{{IP: net.IP(ip.AsSlice()).To16(), Zone: ip.Zone()}}
-	} else if ips, err = r.LookupIPAddr(ctx, host); err != nil {
+	} else if ips, err = lookupFamily(ctx, r, n.afnet, host); err != nil {
 		return nil, err
 	}
 	// go.dev/issue/18806, as net: a host that can bind "::" but not
@@ -278,4 +278,28 @@ func resolveInternetAddrList(ctx context.Context, r *net.Resolver, n sockNetwork
 		return nil, &net.AddrError{Err: "no suitable address found", Addr: host}
 	}
 	return list, nil
+}
+
+// lookupFamily looks host up as net's internetAddrList does: a network
+// that names a family ("tcp4", "udp6", "ip4") asks for that family's
+// addresses only, so a dial never waits on the other's query.
+func lookupFamily(ctx context.Context, r *net.Resolver, afnet, host string) ([]net.IPAddr, error) {
+	var family string
+	switch afnet[len(afnet)-1] {
+	case '4':
+		family = "ip4"
+	case '6':
+		family = "ip6"
+	default:
+		return r.LookupIPAddr(ctx, host)
+	}
+	addrs, err := r.LookupNetIP(ctx, family, host)
+	if err != nil {
+		return nil, err
+	}
+	ips := make([]net.IPAddr, len(addrs))
+	for i, a := range addrs {
+		ips[i] = net.IPAddr{IP: net.IP(a.AsSlice()), Zone: a.Zone()}
+	}
+	return ips, nil
 }

@@ -51,7 +51,8 @@ func (lc *ListenConfig) ListenPacket(ctx context.Context, network, address strin
 func (d *Dialer) std() *net.Dialer {
 	std := &net.Dialer{Timeout: d.Timeout, Deadline: d.Deadline, LocalAddr: d.LocalAddr,
 		FallbackDelay: d.FallbackDelay, KeepAlive: d.KeepAlive, KeepAliveConfig: d.KeepAliveConfig,
-		Resolver: d.Resolver, Control: d.Control, ControlContext: d.ControlContext}
+		Resolver: d.Resolver, Control: d.Control, ControlContext: d.ControlContext,
+		DualStack: d.DualStack, Cancel: d.Cancel} //lint:ignore SA1019 passed through, as the caller set them
 	if d.mptcp != mptcpDefault {
 		std.SetMultipathTCP(d.mptcp == mptcpEnabled)
 	}
