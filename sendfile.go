@@ -16,8 +16,9 @@ type regularFile interface {
 }
 
 // sendFile is TCPConn.ReadFrom's zero-copy path, as net's: r an *os.File
-// or a gatenet *File (or either inside an *io.LimitedReader, whose N is
-// updated), sent with sendfile(2) from its current offset. handled false:
+// or a gatenet *File, a regular file or a character device (or either
+// inside an *io.LimitedReader, whose N is updated), sent with sendfile(2)
+// from its current offset. handled false:
 // r is not a file, or the kernel refused it (a pipe, say) before a byte
 // moved, and the caller copies through a buffer.
 func (fd *netFD) sendFile(r io.Reader) (written int64, err error, handled bool) {
@@ -40,7 +41,11 @@ func (fd *netFD) sendFile(r io.Reader) (written int64, err error, handled bool) 
 	if !ok {
 		return 0, nil, false
 	}
-	if st, serr := f.Stat(); serr != nil || !st.Mode().IsRegular() {
+	// A regular file, or a character device that can be a sendfile
+	// source (/dev/zero, /dev/urandom), as net, which tries any file. Not
+	// a pipe or a socket: those the kernel refuses, and a non-blocking
+	// one's EAGAIN would read as the socket's.
+	if st, serr := f.Stat(); serr != nil || !st.Mode().IsRegular() && st.Mode()&fs.ModeCharDevice == 0 {
 		return 0, nil, false
 	}
 	sc, serr := f.SyscallConn()

@@ -363,3 +363,38 @@ func benchFileToConn(b *testing.B, s tcpStack, path string) {
 	}
 	closeAndCheckDrained(b, c, readDone, int64(b.N)*fileToConnSize)
 }
+
+// TestSendfileParityCharDevice: a character device that can be a sendfile
+// source (/dev/zero) goes through sendfile(2) too, as net's: a write
+// deadline mid-copy takes from the LimitedReader exactly what was sent.
+// (Through a buffer, the bytes read but not sent would be lost.)
+func TestSendfileParityCharDevice(t *testing.T) {
+	testutil.Watchdog(t, 3*time.Minute)
+	sockParity(t, func(t *testing.T, s sockStack) zcObs {
+		c, srv, _ := sockPair(t, s, "tcp4")
+		names := udpNames(c, "<C>", srv, "<S>")
+		zcSmallBuffers(t, c, srv)
+		f, err := os.Open("/dev/zero")
+		require.NoError(t, err)
+		defer f.Close()
+		before := gatenet.SendfileCalls()
+		const offered = 64 << 20
+		lr := &io.LimitedReader{R: f, N: offered}
+		n, err := zcExpireWhenStalled(t, c, func() (int64, error) { return io.Copy(c, lr) })
+		var o zcObs
+		o.Err = sockObserve(err, names)
+		o.Partial = n > 0 && n < offered
+		o.LimitN = lr.N == offered-n
+		o.ZeroCopyRan = s.isNet() || gatenet.SendfileCalls() > before
+		require.NoError(t, c.(sockConn).CloseWrite())
+		got, err := io.Copy(io.Discard, srv)
+		require.NoError(t, err)
+		o.Received = got == n
+		return o
+	}, func(t *testing.T, s sockStack, o zcObs) {
+		require.Equal(t, "*net.OpError", o.Err.Type)
+		require.Equal(t, "readfrom", o.Err.Op)
+		require.True(t, o.Err.Deadline, "%+v", o.Err)
+		require.True(t, o.Partial && o.Received && o.LimitN && o.ZeroCopyRan, "%+v", o)
+	})
+}
