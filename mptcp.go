@@ -7,20 +7,19 @@ package gatenet
 //
 //   - listeners use MPTCP by default and dialers do not; SetMultipathTCP
 //     on a ListenConfig or Dialer overrides that, and so does the
-//     multipathtcp setting in the GODEBUG environment variable (0: off,
-//     1: on, 2: listeners only, the default, 3: dialers only);
+//     multipathtcp GODEBUG setting (0: off, 1: on, 2: listeners only, the
+//     default, 3: dialers only), from the environment or compiled into the
+//     binary (//go:debug directives, a go.mod godebug line or go version);
 //   - an MPTCP socket is socket(2) with IPPROTO_MPTCP. If that fails for
 //     any reason (no kernel support, net.mptcp.enabled=0, a Control that
 //     refuses it, a refused connect), the dial or listen is made again with
 //     plain TCP, calling Control again, as net does;
 //   - a peer without MPTCP makes the kernel fall back to plain TCP on the
 //     wire; (*TCPConn).MultipathTCP reports what is in use.
-//
-// Unlike net, gatenet cannot see GODEBUG settings compiled into a binary
-// (//go:debug directives, a go.mod godebug line): only the environment.
 
 import (
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,17 +48,40 @@ func (m mptcpStatus) get(listener bool) bool {
 	return listener // net's default: listeners only
 }
 
-// godebugMultipathTCP returns the multipathtcp value in GODEBUG, the last
-// one if it is there more than once (the runtime's rule), or "".
+// godebugMultipathTCP returns the multipathtcp GODEBUG setting, or "":
+// the GODEBUG environment variable's, else the binary's default
+// (DefaultGODEBUG in its build information), as the runtime decides.
 func godebugMultipathTCP() string {
+	if v := godebugValue(os.Getenv("GODEBUG"), "multipathtcp"); v != "" {
+		return v
+	}
+	return godebugValue(defaultGODEBUG(), "multipathtcp")
+}
+
+// godebugValue returns key's value in a GODEBUG list, the last one if it
+// is there more than once (the runtime's rule), or "".
+func godebugValue(list, key string) string {
 	v := ""
-	for _, kv := range strings.Split(os.Getenv("GODEBUG"), ",") {
-		if val, ok := strings.CutPrefix(strings.TrimSpace(kv), "multipathtcp="); ok {
+	for _, kv := range strings.Split(list, ",") {
+		if val, ok := strings.CutPrefix(strings.TrimSpace(kv), key+"="); ok {
 			v = val
 		}
 	}
 	return v
 }
+
+// defaultGODEBUG is the GODEBUG settings compiled into the binary: its
+// //go:debug directives, and those its main module's go.mod implies.
+var defaultGODEBUG = sync.OnceValue(func() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "DefaultGODEBUG" {
+				return s.Value
+			}
+		}
+	}
+	return ""
+})
 
 // The kernel's support, probed once as net probes it: by creating an
 // MPTCP socket.
