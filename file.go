@@ -424,6 +424,22 @@ type fileWithoutWriteTo struct{ f *File }
 
 func (r fileWithoutWriteTo) Read(b []byte) (int, error) { return r.f.Read(b) }
 
+// SyscallConn lets a net.Conn's ReadFrom send the File with sendfile(2),
+// as it sends the wrapper *os.File's WriteTo hands it: for a regular file
+// or a character device; any other File it refuses, so that net copies
+// through a buffer (a non-blocking pipe's EAGAIN would read as the
+// socket's).
+func (r fileWithoutWriteTo) SyscallConn() (syscall.RawConn, error) {
+	st, err := r.f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() && st.Mode()&fs.ModeCharDevice == 0 {
+		return nil, errors.ErrUnsupported
+	}
+	return r.f.SyscallConn()
+}
+
 // The context-aware and readiness calls gatenet adds to *os.File's method
 // set, as it adds them to net's (context.go says how a context bounds a
 // wait).

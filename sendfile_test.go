@@ -398,3 +398,37 @@ func TestSendfileParityCharDevice(t *testing.T) {
 		require.True(t, o.Partial && o.Received && o.LimitN && o.ZeroCopyRan, "%+v", o)
 	})
 }
+
+// TestSendfileNetConnFromGatenetFile: io.Copy(*net.TCPConn, *gatenet.File)
+// reaches net's sendfile(2) as an *os.File does (the File's WriteTo hands
+// net a wrapper with SyscallConn): a write deadline mid-copy leaves the
+// file offset at what was sent, where a copy through a buffer would have
+// read past it.
+func TestSendfileNetConnFromGatenetFile(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 3*time.Minute)
+	path := zcStreamFile(t, 29)
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	nc, err := net.Dial("tcp4", ln.Addr().String())
+	require.NoError(t, err)
+	defer nc.Close()
+	srv, err := ln.Accept()
+	require.NoError(t, err)
+	defer srv.Close()
+	c := nc.(*net.TCPConn)
+	zcSmallBuffers(t, c, srv)
+	f, err := gatenet.OpenFile(path, os.O_RDONLY, 0)
+	require.NoError(t, err)
+	defer f.Close()
+	n, err := zcExpireWhenStalled(t, c, func() (int64, error) { return io.Copy(c, f) })
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+	require.True(t, n > 0 && n < zcFileSize, "n=%d", n)
+	pos, err := f.Seek(0, io.SeekCurrent)
+	require.NoError(t, err)
+	require.Equal(t, n, pos, "the file offset advanced by what was sent")
+	var o zcObs
+	zcFinish(t, &o, c, srv, n, 29, false)
+	require.True(t, o.Received && o.PrefixOK, "%+v", o)
+}
