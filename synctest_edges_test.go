@@ -46,6 +46,10 @@ func TestSynctestEdges(t *testing.T) {
 		"TestSynctestChildUDPOutsideSender",
 		"TestSynctestChildUDPNotReached",
 		"TestSynctestChildUDPRawConn",
+		"TestSynctestChildLockHeldOutside", // synctest_locks_test.go
+		"TestSynctestChildCloseWhileOutsideReads",
+		"TestSynctestChildSharedFixtureLock",
+		"TestSynctestChildLockInBubble",
 	} {
 		t.Run(name, func(t *testing.T) {
 			out := testutil.RunChild(t, name, synctestChildEnv)

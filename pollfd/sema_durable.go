@@ -16,6 +16,8 @@ package pollfd
 import (
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/gatenet/gatenet/internal/pollhook"
 )
 
 //go:linkname gopark runtime.gopark
@@ -60,5 +62,30 @@ func commitDurable(gp uintptr, state unsafe.Pointer) bool {
 func (s *durableSema) wake() {
 	if old := atomic.SwapUintptr(&s.state, semaToken); old > semaToken {
 		goready(old, 1)
+	}
+}
+
+func init() { pollhook.NewSema = newSema }
+
+// newSema is pollhook.NewSema: a durableSema for one waiter, or a plain
+// one, a channel made outside any bubble (a channel of the bubble could
+// not be sent on from outside it). Both take any number of wakes.
+func newSema(durable bool) (park, wake func()) {
+	if durable {
+		s := new(durableSema)
+		return s.park, s.wake
+	}
+	newToken := func() chan struct{} { return make(chan struct{}, 1) }
+	var token chan struct{}
+	if inBubble() {
+		token = madeOutsideBubble(newToken)
+	} else {
+		token = newToken()
+	}
+	return func() { <-token }, func() {
+		select {
+		case token <- struct{}{}:
+		default:
+		}
 	}
 }

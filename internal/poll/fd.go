@@ -217,12 +217,7 @@ func (fd *FD) Decref() error {
 	return nil
 }
 
-func (fd *FD) readLock() error {
-	if !fd.mu.rwlock(true) {
-		return errClosing(fd.isFile)
-	}
-	return nil
-}
+func (fd *FD) readLock() error { return fd.lockContext(context.Background(), true) }
 
 func (fd *FD) readUnlock() {
 	if fd.mu.rwunlock(true) {
@@ -230,12 +225,7 @@ func (fd *FD) readUnlock() {
 	}
 }
 
-func (fd *FD) writeLock() error {
-	if !fd.mu.rwlock(false) {
-		return errClosing(fd.isFile)
-	}
-	return nil
-}
+func (fd *FD) writeLock() error { return fd.lockContext(context.Background(), false) }
 
 func (fd *FD) writeUnlock() {
 	if fd.mu.rwunlock(false) {
@@ -255,8 +245,10 @@ func (fd *FD) writeLockContext(ctx context.Context) error {
 	return fd.lockContext(ctx, false)
 }
 
+// lockContext takes the read or write lock; a wait for it is durable in
+// a synctest bubble only on a descriptor paired there (fdSema).
 func (fd *FD) lockContext(ctx context.Context, read bool) error {
-	ok, err := fd.mu.rwlockContext(ctx, read)
+	ok, err := fd.mu.rwlockContext(ctx, read, fd.flags.Load()&flagBubble != 0)
 	if err != nil {
 		return err
 	}

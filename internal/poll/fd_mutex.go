@@ -4,8 +4,11 @@ package poll
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/gatenet/gatenet/internal/pollhook"
 )
 
 // fdMutex guards the lifetime of a file descriptor and serializes its
@@ -125,7 +128,7 @@ func (mu *fdMutex) decref() bool {
 // with Reads and Writes with Writes. It reports false if the mutex is
 // or becomes closed, in which case nothing is held.
 func (mu *fdMutex) rwlock(read bool) bool {
-	ok, _ := mu.rwlockContext(context.Background(), read)
+	ok, _ := mu.rwlockContext(context.Background(), read, false)
 	return ok
 }
 
@@ -140,7 +143,11 @@ func (mu *fdMutex) rwlock(read bool) bool {
 // so it removes one count if any is left; if none is, a token is on its
 // way for it (an unlock took its count and is about to release), and it
 // takes that token. Either way no other waiter loses its wake-up.
-func (mu *fdMutex) rwlockContext(ctx context.Context, read bool) (bool, error) {
+//
+// durable makes a wait count as durably blocked in a testing/synctest
+// bubble (fdSema): for a descriptor paired in the waiter's bubble, whose
+// lock only the bubble's goroutines hold.
+func (mu *fdMutex) rwlockContext(ctx context.Context, read, durable bool) (bool, error) {
 	bit, wait, mask := mu.side(read)
 	for {
 		old := mu.state.Load()
@@ -169,11 +176,11 @@ func (mu *fdMutex) rwlockContext(ctx context.Context, read bool) (bool, error) {
 				return true, nil
 			}
 			// Whoever wakes us has already removed our waiter count.
-			if mu.sema(read).acquireContext(ctx) {
+			if mu.sema(read).acquireContext(ctx, durable) {
 				continue
 			}
 			if !mu.leaveQueue(wait, mask) {
-				mu.sema(read).acquire()
+				mu.sema(read).acquireContext(context.Background(), durable)
 			}
 			return false, ctx.Err()
 		}
@@ -278,64 +285,86 @@ func (mu *fdMutex) waitDestroyed() {
 
 // fdSema is a counting semaphore standing in for the runtime's
 // semacquire/semrelease, which are not reachable outside the standard
-// library. fdMutex touches it only on the contended path. The zero
-// value has count 0.
+// library. fdMutex touches it only on the contended path. The zero value
+// has count 0.
+//
+// Its waiters queue in order, each parked on a semaphore of its own from
+// pollfd (pollhook.NewSema), and release hands the count straight to the
+// first. Not a sync.Cond: a lock's holder and its waiter may be in
+// different testing/synctest bubbles (a conn shared with a goroutine
+// outside), and a Cond woken from outside its waiter's bubble is a fatal
+// error, where pollfd's semaphores may be woken from anywhere. A lock
+// waiter parks durably, as a Cond's does, so that a bubble whose
+// goroutines contend for a conn still lets its clock move, but only on a
+// descriptor paired in that bubble (its holder is the bubble's too); any
+// other waiter, and Close's wait for the destroy (a system call in
+// flight, which returns on its own), parks plainly, as on net's locks.
 type fdSema struct {
-	mu   sync.Mutex
-	cond sync.Cond
-	n    uint32
+	mu      sync.Mutex
+	n       uint32      // counts no waiter has taken
+	waiters []*fdWaiter // in arrival order
 }
 
-// acquire blocks until the count is positive, then decrements it.
-func (s *fdSema) acquire() {
-	s.mu.Lock()
-	if s.cond.L == nil {
-		s.cond.L = &s.mu
-	}
-	for s.n == 0 {
-		s.cond.Wait()
-	}
-	s.n--
-	s.mu.Unlock()
+// fdWaiter is one goroutine waiting on an fdSema.
+type fdWaiter struct {
+	park, wake func()
+	granted    bool // release gave it a count; under the fdSema's mu
 }
+
+var newSema = pollhook.NewSema.(func(durable bool) (park, wake func()))
+
+// acquire blocks until the count is positive, then decrements it,
+// parking plainly.
+func (s *fdSema) acquire() { s.acquireContext(context.Background(), false) }
 
 // acquireContext is acquire that also returns when ctx is done: it
-// reports whether it took one. A count already there is taken even if
-// ctx is done. A context that can never be done waits as acquire does.
-func (s *fdSema) acquireContext(ctx context.Context) bool {
-	if ctx.Done() == nil {
-		s.acquire()
+// reports whether it took one. A count already there, or handed over
+// before the wait ends, is taken even if ctx is done. durable: the park
+// counts as durably blocked in a synctest bubble.
+func (s *fdSema) acquireContext(ctx context.Context, durable bool) bool {
+	s.mu.Lock()
+	if s.n > 0 {
+		s.n--
+		s.mu.Unlock()
 		return true
 	}
-	s.mu.Lock()
-	if s.cond.L == nil {
-		s.cond.L = &s.mu
-	}
-	if s.n == 0 {
-		// ctx.Err is set before the callback runs, and the callback
-		// takes mu before it broadcasts: the loop sees one or the other.
-		stop := context.AfterFunc(ctx, func() {
-			s.mu.Lock()
-			s.mu.Unlock()
-			s.cond.Broadcast()
-		})
-		for s.n == 0 && ctx.Err() == nil {
-			s.cond.Wait()
-		}
-		stop()
-	}
-	took := s.n > 0
-	if took {
-		s.n--
-	}
+	w := new(fdWaiter)
+	w.park, w.wake = newSema(durable)
+	s.waiters = append(s.waiters, w)
 	s.mu.Unlock()
-	return took
+	stop := func() bool { return false }
+	if ctx.Done() != nil {
+		stop = context.AfterFunc(ctx, w.wake)
+	}
+	for {
+		w.park()
+		s.mu.Lock()
+		if w.granted {
+			s.mu.Unlock()
+			stop()
+			return true
+		}
+		if ctx.Err() != nil {
+			s.waiters = slices.DeleteFunc(s.waiters, func(x *fdWaiter) bool { return x == w })
+			s.mu.Unlock()
+			return false
+		}
+		s.mu.Unlock() // a wake neither gave (a late one of the context's): wait on
+	}
 }
 
-// release increments the count and wakes one blocked acquire.
+// release hands one count to the first waiter, or keeps it.
 func (s *fdSema) release() {
 	s.mu.Lock()
-	s.n++
+	if len(s.waiters) == 0 {
+		s.n++
+		s.mu.Unlock()
+		return
+	}
+	w := s.waiters[0]
+	s.waiters[0] = nil
+	s.waiters = s.waiters[1:]
+	w.granted = true
 	s.mu.Unlock()
-	s.cond.Signal()
+	w.wake()
 }

@@ -18,11 +18,11 @@ func TestFdMutexContextFreeLockIgnoresDoneContext(t *testing.T) {
 	var mu fdMutex
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	ok, err := mu.rwlockContext(ctx, true)
+	ok, err := mu.rwlockContext(ctx, true, false)
 	require.NoError(t, err)
 	require.True(t, ok, "a free lock is taken whatever the context")
 	// Held: a done context fails at once, queueing nothing.
-	ok, err = mu.rwlockContext(ctx, true)
+	ok, err = mu.rwlockContext(ctx, true, false)
 	require.ErrorIs(t, err, context.Canceled)
 	require.False(t, ok)
 	require.Equal(t, uint64(fdmRLock|fdmRef), mu.state.Load())
@@ -42,7 +42,7 @@ func TestFdMutexContextLeavesQueue(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		withCtx := make(chan error, 1)
 		go func() {
-			ok, err := mu.rwlockContext(ctx, read)
+			ok, err := mu.rwlockContext(ctx, read, false)
 			if ok {
 				err = nil // reported below: it must not have the lock
 			}
@@ -90,7 +90,7 @@ func TestFdMutexContextStress(t *testing.T) {
 					} else {
 						ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%7)*time.Microsecond)
 						var err error
-						ok, err = mu.rwlockContext(ctx, read)
+						ok, err = mu.rwlockContext(ctx, read, false)
 						cancel()
 						if err != nil {
 							mu2.Lock()
@@ -129,7 +129,7 @@ func TestFdMutexContextCloseWakesQueued(t *testing.T) {
 	require.True(t, mu.rwlock(true))
 	got := make(chan error, 1)
 	go func() {
-		ok, err := mu.rwlockContext(context.Background(), true)
+		ok, err := mu.rwlockContext(context.Background(), true, false)
 		if ok {
 			err = context.Canceled // must not happen: reported below
 		}
@@ -138,7 +138,7 @@ func TestFdMutexContextCloseWakesQueued(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	got2 := make(chan bool, 1)
-	go func() { ok, _ := mu.rwlockContext(ctx, true); got2 <- ok }()
+	go func() { ok, _ := mu.rwlockContext(ctx, true, false); got2 <- ok }()
 	waitFdMutexState(t, &mu, "two lockers queued", func(s uint64) bool { return s&fdmRMask == 2*fdmRWait })
 	require.True(t, mu.increfAndClose())
 	require.NoError(t, <-got, "closed: (false, nil)")
@@ -156,7 +156,7 @@ func TestFdMutexContextTakesTokenOnItsWay(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	got := make(chan error, 1)
 	go func() {
-		ok, err := mu.rwlockContext(ctx, true)
+		ok, err := mu.rwlockContext(ctx, true, false)
 		if ok {
 			err = nil // reported below: it must not have the lock
 		}

@@ -44,3 +44,12 @@ var Datagram, Sending, Reached any
 // to yet to another shard of its poller (pollfd/place.go), for a dialled
 // socket placed beside its peer.
 var MoveToShard any
+
+// NewSema is pollfd's binary semaphore for one waiter, a
+// func(durable bool) (park, wake func()), typed as Kick is: park sleeps
+// until wake has given the token, and wake may come from any goroutine,
+// in or out of a testing/synctest bubble, more than once. A durable park
+// counts as durably blocked in a bubble, as sync.Cond.Wait does; a plain
+// one does not. For internal/poll's fdMutex, whose waiters must not be
+// sync.Cond's: a Cond woken from outside its waiter's bubble is fatal.
+var NewSema any

@@ -1,0 +1,123 @@
+//go:build linux
+
+package gatenet_test
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gatenet/gatenet"
+)
+
+// A descriptor's read and write locks across bubbles (internal/poll's
+// fdSema): a goroutine of a bubble queued behind a holder outside it, and
+// the holder's unlock that wakes it, must neither crash the process (a
+// sync.Cond woken from outside its waiter's bubble is a fatal error) nor
+// leave the bubble counted as blocked while it waits on the real clock.
+// Run in child processes by TestSynctestEdges.
+
+// outsideRunner runs each func it is given on a goroutine outside every
+// bubble.
+func outsideRunner(t *testing.T) chan<- func() {
+	ch := make(chan func())
+	go func() {
+		for f := range ch {
+			go f()
+		}
+	}()
+	t.Cleanup(func() { close(ch) })
+	return ch
+}
+
+// parkedOutside runs read outside every bubble and returns once it has
+// had a real moment to park (nothing is asserted about time). parked is
+// a channel made outside the bubble: a bubble's own would block durably.
+func parkedOutside(outside chan<- func(), parked chan struct{}, read func()) {
+	outside <- func() {
+		go func() { time.Sleep(30 * time.Millisecond); parked <- struct{}{} }()
+		read()
+	}
+	<-parked
+}
+
+// TestSynctestChildLockHeldOutside: a pipe of the bubble read by a
+// goroutine outside it, and by one of the bubble queued behind it; bytes
+// written from outside end both reads.
+func TestSynctestChildLockHeldOutside(t *testing.T) {
+	childOnly(t)
+	outside := outsideRunner(t)
+	res, parked := make(chan error, 2), make(chan struct{}, 1) // made outside the bubble
+	inBubble(t, func(t *testing.T) {
+		r, w, err := gatenet.Pipe()
+		require.NoError(t, err)
+		defer r.Close()
+		defer w.Close()
+		parkedOutside(outside, parked, func() { _, err := r.Read(make([]byte, 1)); res <- err })
+		go func() { _, err := r.Read(make([]byte, 1)); res <- err }()
+		outside <- func() { time.Sleep(30 * time.Millisecond); w.Write([]byte("ab")) }
+		require.NoError(t, <-res)
+		require.NoError(t, <-res)
+	})
+}
+
+// TestSynctestChildCloseWhileOutsideReads: Close in the bubble while a
+// goroutine outside it reads waits for that read to leave its system
+// call (a plain wait, not a durable one the bubble would deadlock on).
+func TestSynctestChildCloseWhileOutsideReads(t *testing.T) {
+	childOnly(t)
+	outside := outsideRunner(t)
+	res, parked := make(chan error, 1), make(chan struct{}, 1)
+	inBubble(t, func(t *testing.T) {
+		r, w, err := gatenet.Pipe()
+		require.NoError(t, err)
+		defer w.Close()
+		parkedOutside(outside, parked, func() { _, err := r.Read(make([]byte, 1)); res <- err })
+		require.NoError(t, r.Close())
+		require.ErrorIs(t, <-res, os.ErrClosed)
+	})
+}
+
+// TestSynctestChildSharedFixtureLock: a pipe made outside every bubble (a
+// fixture shared by tests) is read outside, and by a goroutine of a
+// bubble queued behind that read: its wait is an ordinary one.
+func TestSynctestChildSharedFixtureLock(t *testing.T) {
+	childOnly(t)
+	outside := outsideRunner(t)
+	r, w, err := gatenet.Pipe()
+	require.NoError(t, err)
+	defer r.Close()
+	defer w.Close()
+	res, parked := make(chan error, 2), make(chan struct{}, 1)
+	parkedOutside(outside, parked, func() { _, err := r.Read(make([]byte, 1)); res <- err })
+	inBubble(t, func(t *testing.T) {
+		go func() { _, err := r.Read(make([]byte, 1)); res <- err }()
+		outside <- func() { time.Sleep(30 * time.Millisecond); w.Write([]byte("ab")) }
+		require.NoError(t, <-res)
+		require.NoError(t, <-res)
+	})
+}
+
+// TestSynctestChildLockInBubble: two goroutines of a bubble read one pipe
+// of it; the one queued for the lock waits durably, so the clock moves to
+// the read deadline, which ends both reads at exactly its fake time.
+func TestSynctestChildLockInBubble(t *testing.T) {
+	childOnly(t)
+	inBubble(t, func(t *testing.T) {
+		r, w, err := gatenet.Pipe()
+		require.NoError(t, err)
+		defer r.Close()
+		defer w.Close()
+		start := time.Now()
+		require.NoError(t, r.SetReadDeadline(start.Add(time.Hour)))
+		res := make(chan error, 2)
+		for range 2 {
+			go func() { _, err := r.Read(make([]byte, 1)); res <- err }()
+		}
+		require.ErrorIs(t, <-res, os.ErrDeadlineExceeded)
+		require.ErrorIs(t, <-res, os.ErrDeadlineExceeded)
+		require.Equal(t, time.Hour, time.Since(start))
+	})
+}
