@@ -3,13 +3,16 @@
 package gatenet_test
 
 import (
+	"io"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/gatenet/gatenet"
+	"github.com/gatenet/gatenet/internal/testutil"
 )
 
 // A descriptor's read and write locks across bubbles (internal/poll's
@@ -120,4 +123,35 @@ func TestSynctestChildLockInBubble(t *testing.T) {
 		require.ErrorIs(t, <-res, os.ErrDeadlineExceeded)
 		require.Equal(t, time.Hour, time.Since(start))
 	})
+}
+
+// TestSynctestShutdownWakesOwnWaiters: CloseRead and CloseWrite in a
+// bubble end the same conn's own parked Read (EOF) and Write (EPIPE), as
+// outside a bubble, at the fake time they were called; without a wake
+// the durable parks heard nothing and the bubble deadlocked.
+func TestSynctestShutdownWakesOwnWaiters(t *testing.T) {
+	for _, network := range []string{"tcp", "unix"} {
+		t.Run(network, func(t *testing.T) {
+			inBubble(t, func(t *testing.T) {
+				address := "127.0.0.1:0"
+				if network == "unix" {
+					address = t.TempDir() + "/s"
+				}
+				c, s := testutil.Pair(t, network, address)
+				defer s.Close()
+				defer c.Close()
+				start := time.Now()
+				go func() { time.Sleep(2 * time.Second); c.(interface{ CloseRead() error }).CloseRead() }()
+				_, err := c.Read(make([]byte, 1))
+				require.ErrorIs(t, err, io.EOF)
+				require.Equal(t, 2*time.Second, time.Since(start))
+
+				// Fill the send path, then CloseWrite ends the parked Write.
+				go func() { time.Sleep(3 * time.Second); c.(interface{ CloseWrite() error }).CloseWrite() }()
+				_, err = c.Write(make([]byte, 64<<20))
+				require.ErrorIs(t, err, syscall.EPIPE)
+				require.Equal(t, 5*time.Second, time.Since(start))
+			})
+		})
+	}
 }

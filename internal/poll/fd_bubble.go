@@ -124,8 +124,18 @@ func (fd *FD) Shutdown(how int) error {
 	}
 	defer fd.Decref()
 	err := unix.Shutdown(fd.Sysfd, how)
-	if err == nil {
-		fd.wakePeer(pollfd.ModeReadWrite)
+	if err == nil && fd.flags.Load()&flagBubble != 0 {
+		wakePeer(fd.pd, pollfd.ModeReadWrite)
+		// Its own waiters too: a Read parked here now reads EOF, a Write
+		// fails with EPIPE, and a durable park hears no edge of that.
+		own := pollfd.ModeReadWrite
+		switch how {
+		case unix.SHUT_RD:
+			own = pollfd.ModeRead
+		case unix.SHUT_WR:
+			own = pollfd.ModeWrite
+		}
+		wakeDurable(fd.pd, own)
 	}
 	return os.NewSyscallError("shutdown", err)
 }
