@@ -219,7 +219,14 @@ func (c *conn) WriteBuffers(v *net.Buffers) (int64, error) {
 	if !c.ok() {
 		return 0, syscall.EINVAL
 	}
+	var to []*netFD
+	if c.fd.bubbleDgram { // the send reaches its peer in the bubble, as Write's
+		to = c.fd.bubbleSending("")
+	}
 	n, err := c.fd.pfd.Writev((*[][]byte)(v))
+	if c.fd.bubbleDgram {
+		c.fd.bubbleSent(to, err)
+	}
 	if err != nil {
 		err = c.fd.ioError(ioWritev, err)
 	}

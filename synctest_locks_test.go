@@ -4,6 +4,7 @@ package gatenet_test
 
 import (
 	"io"
+	"net"
 	"os"
 	"syscall"
 	"testing"
@@ -153,5 +154,76 @@ func TestSynctestShutdownWakesOwnWaiters(t *testing.T) {
 				require.Equal(t, 5*time.Second, time.Since(start))
 			})
 		})
+	}
+}
+
+// TestSynctestMessageSendsWake: a Unix stream conn's WriteMsgUnix, and a
+// connected datagram socket's Writev and WriteBuffers, wake the peer's
+// durable reader as their Write does (the bubble deadlocked).
+func TestSynctestMessageSendsWake(t *testing.T) {
+	t.Run("unix-stream-WriteMsgUnix", func(t *testing.T) {
+		inBubble(t, func(t *testing.T) {
+			c, s := testutil.Pair(t, "unix", t.TempDir()+"/s")
+			start := time.Now()
+			go func() {
+				time.Sleep(time.Second)
+				c.(*gatenet.UnixConn).WriteMsgUnix([]byte("m"), nil, nil)
+			}()
+			n, err := s.Read(make([]byte, 8))
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+			require.Equal(t, time.Second, time.Since(start))
+		})
+	})
+	for _, network := range []string{"udp", "unixgram"} {
+		for _, how := range []string{"Writev", "WriteBuffers"} {
+			t.Run(network+"-"+how, func(t *testing.T) {
+				inBubble(t, func(t *testing.T) {
+					var a, b *gatenet.UDPConn
+					var ua, ub *gatenet.UnixConn
+					var reader io.Reader
+					var writer io.Writer
+					var writev func([][]byte) (int64, error)
+					switch network {
+					case "udp":
+						pc, err := gatenet.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+						require.NoError(t, err)
+						b = pc
+						defer b.Close()
+						a, err = gatenet.DialUDP("udp4", nil, b.LocalAddr().(*net.UDPAddr))
+						require.NoError(t, err)
+						defer a.Close()
+						reader, writer, writev = b, a, a.Writev
+						if how == "WriteBuffers" {
+							writev = func(v [][]byte) (int64, error) { nb := net.Buffers(v); return a.WriteBuffers(&nb) }
+						}
+					default:
+						dir := t.TempDir()
+						var err error
+						ub, err = gatenet.ListenUnixgram("unixgram", &net.UnixAddr{Name: dir + "/b", Net: "unixgram"})
+						require.NoError(t, err)
+						defer ub.Close()
+						ua, err = gatenet.DialUnix("unixgram", &net.UnixAddr{Name: dir + "/a", Net: "unixgram"}, &net.UnixAddr{Name: dir + "/b", Net: "unixgram"})
+						require.NoError(t, err)
+						defer ua.Close()
+						reader, writer, writev = ub, ua, ua.Writev
+						if how == "WriteBuffers" {
+							writev = func(v [][]byte) (int64, error) { nb := net.Buffers(v); return ua.WriteBuffers(&nb) }
+						}
+					}
+					// A first datagram, by Write, makes the reader durable.
+					_, err := writer.Write([]byte("first"))
+					require.NoError(t, err)
+					_, err = reader.Read(make([]byte, 8))
+					require.NoError(t, err)
+					start := time.Now()
+					go func() { time.Sleep(time.Second); writev([][]byte{[]byte("m")}) }()
+					n, err := reader.Read(make([]byte, 8))
+					require.NoError(t, err)
+					require.Equal(t, 1, n)
+					require.Equal(t, time.Second, time.Since(start))
+				})
+			})
+		}
 	}
 }

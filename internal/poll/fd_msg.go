@@ -53,6 +53,12 @@ func (fd *FD) ioLoop(mode pollfd.Mode, out *datagram, call func() (int, error)) 
 				continue
 			}
 		}
+		if err == nil && fd.isStream {
+			// A stream's message calls (WriteMsgUnix, ReadMsgUnix) wake
+			// the peer in a bubble as its Read and Write do: datagrams
+			// count their sends in their own way (netFD.bubbleSending).
+			fd.wakePeer(mode)
+		}
 		return n, err
 	}
 }
