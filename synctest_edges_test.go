@@ -50,6 +50,7 @@ func TestSynctestEdges(t *testing.T) {
 		"TestSynctestChildCloseWhileOutsideReads",
 		"TestSynctestChildSharedFixtureLock",
 		"TestSynctestChildLockInBubble",
+		"TestSynctestChildDeadlineOutsideReader",
 	} {
 		t.Run(name, func(t *testing.T) {
 			out := testutil.RunChild(t, name, synctestChildEnv)

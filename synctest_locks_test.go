@@ -227,3 +227,22 @@ func TestSynctestMessageSendsWake(t *testing.T) {
 		}
 	}
 }
+
+// TestSynctestChildDeadlineOutsideReader: a read deadline set in the
+// bubble, on its fake clock, ends a Read made outside the bubble on the
+// real clock, as net's does: the bubble, waiting on the outside reader,
+// never idles, so its clock would never get there.
+func TestSynctestChildDeadlineOutsideReader(t *testing.T) {
+	childOnly(t)
+	outside := outsideRunner(t)
+	res := make(chan error, 1) // made outside the bubble
+	inBubble(t, func(t *testing.T) {
+		r, w, err := gatenet.Pipe()
+		require.NoError(t, err)
+		defer r.Close()
+		defer w.Close()
+		require.NoError(t, r.SetReadDeadline(time.Now().Add(100*time.Millisecond)))
+		outside <- func() { _, err := r.Read(make([]byte, 1)); res <- err }
+		require.ErrorIs(t, <-res, os.ErrDeadlineExceeded)
+	})
+}

@@ -498,12 +498,13 @@ func goOutsideBubble(f func()) {
 // durable while the deadline was set in a bubble, on its fake clock: the
 // bubble does not idle while that park lasts, so its clock would never
 // reach the deadline; the real clock does, as it does for net's deadlines
-// in a bubble. Nil, and the park takes none, if the park is durable (the
-// bubble's timer wakes it), the caller is outside a bubble or the slot
+// in a bubble. A park outside the bubble reads the real clock's share of
+// the deadline's span (gateTimer.realDeadline). Nil, and the park takes
+// none, if the park is durable (the bubble's timer wakes it) or the slot
 // cannot be made. Called with mu held, by wait.
 func (d *Desc) realClockSlotLocked(g *gate) *parkSlot {
 	gt := g.dl
-	if g.durable || gt.deadline == 0 || !inBubble() {
+	if g.durable || gt.deadline == 0 {
 		return nil
 	}
 	s, err := newParkSlot()
@@ -511,6 +512,11 @@ func (d *Desc) realClockSlotLocked(g *gate) *parkSlot {
 		return nil
 	}
 	left := time.Duration(gt.deadline - nanotime()) // on the bubble's clock, as the deadline
+	if !inBubble() {
+		// Outside the bubble its clock cannot be read: what is left is
+		// what the real clock has left of the deadline's span.
+		left = time.Duration(gt.realDeadline - realNanotime())
+	}
 	// os.File deadlines are the runtime poller's, on the real clock: it
 	// measures left from the bubble's now.
 	if err := s.file.SetReadDeadline(time.Now().Add(left)); err != nil {
@@ -519,6 +525,14 @@ func (d *Desc) realClockSlotLocked(g *gate) *parkSlot {
 	}
 	s.deadline, s.dl = true, gt.seq
 	return s
+}
+
+// realNanotime is CLOCK_MONOTONIC, which a bubble does not fake (its
+// time.Now and timers are its own).
+func realNanotime() int64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
 }
 
 // realClockCtxSlotLocked is realClockSlotLocked for a cancellable wait: a

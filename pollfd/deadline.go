@@ -56,6 +56,10 @@ type gateTimer struct {
 	timers   uint32 // timers made for this gate; a callback of an earlier one is stale
 	fake     bool   // timer runs on a synctest bubble's clock
 	bubble   uint64 // that bubble (currentBubble), if fake
+	// realDeadline is a fake deadline on the real clock (CLOCK_MONOTONIC
+	// ns), for a park outside the bubble, which the bubble's clock does
+	// not wait for (realClockSlotLocked).
+	realDeadline int64
 }
 
 // cancel disarms the timer and moves the generation on, so a callback
@@ -172,6 +176,9 @@ func (d *Desc) setDeadlineLocked(g *gate, rel time.Duration, now int64, fake boo
 		gt.timer = time.AfterFunc(rel, func() { d.deadlineFired(g, made) })
 	} else {
 		gt.timer.Reset(rel)
+	}
+	if fake {
+		gt.realDeadline = realNanotime() + int64(rel)
 	}
 	if g.waiting && g.durable && (!fake || bubble != d.bubbleOf()) {
 		d.wakeLocked(g) // its bubble could idle past this deadline: park again (bubble.go)
