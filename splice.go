@@ -38,6 +38,8 @@ func spliceEnd(x any) *poll.FD {
 // an *io.LimitedReader, whose N is updated), into dst. It returns
 // splice's error as it is, and whether it is the source's (srcErr) and
 // the source itself.
+//
+//lint:ignore ST1008 poll.SpliceEnds' order, then the source
 func spliceFrom(dst *poll.FD, r io.Reader) (n int64, err error, handled, srcErr bool, src io.Reader) {
 	var remain int64
 	lr, ok := r.(*io.LimitedReader)

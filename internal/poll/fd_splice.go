@@ -73,6 +73,8 @@ func Splice(dst, src *FD, remain int64) (written int64, err error, handled bool)
 
 // SpliceEnds is Splice, also saying whether err is the source's (its read
 // failed: closed, its deadline, a reset) rather than the destination's.
+//
+//lint:ignore ST1008 Splice's order, internal/poll's: (written, err, handled), then whose err
 func SpliceEnds(dst, src *FD, remain int64) (written int64, err error, handled, srcErr bool) {
 	if dst.hooked() || src.hooked() {
 		return 0, nil, false, false // the copy through a buffer goes through the fault layer

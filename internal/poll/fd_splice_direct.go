@@ -26,6 +26,8 @@ import (
 // goes in between chunks as with io.Copy.
 
 // spliceDirect is SpliceEnds for a pair with a pipe in it.
+//
+//lint:ignore ST1008 SpliceEnds' order
 func spliceDirect(dst, src *FD, remain int64) (written int64, err error, handled, srcErr bool) {
 	for remain == 0 || written < remain {
 		max := int64(maxSpliceChunk)
