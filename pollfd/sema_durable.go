@@ -68,24 +68,11 @@ func (s *durableSema) wake() {
 func init() { pollhook.NewSema = newSema }
 
 // newSema is pollhook.NewSema: a durableSema for one waiter, or a plain
-// one, a channel made outside any bubble (a channel of the bubble could
-// not be sent on from outside it). Both take any number of wakes.
+// one (newPlainSema). Both take any number of wakes.
 func newSema(durable bool) (park, wake func()) {
 	if durable {
 		s := new(durableSema)
 		return s.park, s.wake
 	}
-	newToken := func() chan struct{} { return make(chan struct{}, 1) }
-	var token chan struct{}
-	if inBubble() {
-		token = madeOutsideBubble(newToken)
-	} else {
-		token = newToken()
-	}
-	return func() { <-token }, func() {
-		select {
-		case token <- struct{}{}:
-		default:
-		}
-	}
+	return newPlainSema()
 }

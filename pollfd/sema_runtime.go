@@ -64,3 +64,10 @@ func (s *parkSema) wake() {
 		goready(old, 1)
 	}
 }
+
+// newPlainSema is newSema's plain semaphore: a parkSema, whose wake may
+// come more than once (the swap keeps one token).
+func newPlainSema() (park, wake func()) {
+	s := new(parkSema)
+	return s.park, s.wake
+}
