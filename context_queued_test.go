@@ -101,9 +101,12 @@ func TestContextBoundsQueuedWriteAndAccept(t *testing.T) {
 		require.NoError(t, err)
 		defer r.Close()
 		defer w.Close()
-		// A Write bigger than the pipe parks holding the write lock.
+		// A Write bigger than the pipe parks holding the write lock: it
+		// holds it from its first byte in the pipe on.
 		blocked := make(chan error, 1)
-		err = queuedBehind(t, func() { _, err := w.Write(make([]byte, 4<<20)); blocked <- err },
+		go func() { _, err := w.Write(make([]byte, 4<<20)); blocked <- err }()
+		waitPipeFull(t, r)
+		err = queuedBehind(t, func() {},
 			func(ctx context.Context) error { _, err := w.WriteContext(ctx, []byte("x")); return err })
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		var pe *os.PathError
