@@ -97,3 +97,66 @@ func TestDroppedWithoutCloseIsCollected(t *testing.T) {
 		collectedClose(t, v.what, v.fd, v.id)
 	}
 }
+
+// TestSynctestDroppedIsCollected: descriptors opened in a synctest bubble
+// and dropped without Close are collected and closed too, as net's are:
+// the registry that finds a bubble's peers (synctest.go) holds them
+// weakly. Listeners, datagram sockets (one connected) and a conn whose
+// peer is not the bubble's are the ones it keeps past their first system
+// calls.
+func TestSynctestDroppedIsCollected(t *testing.T) {
+	testutil.CheckLeaks(t)
+	outside, err := net.Listen("tcp4", "127.0.0.1:0") // the unpaired conn's peer, never recorded
+	require.NoError(t, err)
+	t.Cleanup(func() { outside.Close() })
+	dir := t.TempDir()
+	records := gatenet.BubbleRecords()
+
+	var vs []struct {
+		what string
+		fd   int
+		id   fdIdentity
+	}
+	inBubble(t, func(t *testing.T) {
+		add := func(what string, c syscall.Conn) {
+			fd := rawFd(t, c)
+			vs = append(vs, struct {
+				what string
+				fd   int
+				id   fdIdentity
+			}{what, fd, identify(t, fd)})
+		}
+		ln, err := gatenet.Listen("tcp4", "127.0.0.1:0")
+		require.NoError(t, err)
+		add("TCP listener", ln.(syscall.Conn))
+		uln, err := gatenet.Listen("unix", filepath.Join(dir, "s"))
+		require.NoError(t, err)
+		add("Unix listener", uln.(syscall.Conn))
+		c, err := gatenet.Dial("tcp4", outside.Addr().String())
+		require.NoError(t, err)
+		add("unpaired TCP conn", c.(syscall.Conn))
+		u, err := gatenet.ListenPacket("udp4", "127.0.0.1:0")
+		require.NoError(t, err)
+		add("UDP socket", u.(syscall.Conn))
+		cu, err := gatenet.Dial("udp4", u.LocalAddr().String())
+		require.NoError(t, err)
+		add("connected UDP socket", cu.(syscall.Conn))
+		g, err := gatenet.ListenPacket("unixgram", filepath.Join(dir, "g"))
+		require.NoError(t, err)
+		add("unixgram socket", g.(syscall.Conn))
+	})
+	require.Greater(t, gatenet.BubbleRecords(), records)
+	for _, v := range vs {
+		collectedClose(t, v.what, v.fd, v.id)
+	}
+	// The cleanups that take the entries out run a collection after the
+	// finalizers.
+	for range 200 {
+		if gatenet.BubbleRecords() == records {
+			return
+		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("the registry still lists %d descriptors, %d before", gatenet.BubbleRecords(), records)
+}

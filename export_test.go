@@ -37,3 +37,10 @@ func LocalAddrKnown(c *TCPConn) bool { return c.fd.laddr.Load() != nil }
 // Private reports whether c's reads and writes may keep their P: a socket
 // gatenet made, never handed out (internal/poll/fd_sys.go).
 func Private(c Pollable) bool { return c.descriptor().Private() }
+
+// BubbleRecords is how many descriptors the synctest registry lists.
+func BubbleRecords() int {
+	bubbles.mu.Lock()
+	defer bubbles.mu.Unlock()
+	return len(bubbles.keys)
+}

@@ -29,22 +29,58 @@ import (
 	"encoding/binary"
 	"net"
 	"net/netip"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
+	"weak"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/gatenet/gatenet/internal/poll"
 )
 
+// bubbles is the registry of descriptors opened in bubbles. It holds them
+// weakly, as a net.Listener dropped without Close is not kept alive by
+// anything of net's: a descriptor dropped unclosed is collected and its
+// finalizer closes it (internal/poll/fd.go), and a cleanup then takes its
+// entries out (forgetCollected). An entry whose descriptor was collected
+// reads as absent until then.
 var bubbles struct {
 	mu        sync.Mutex
-	halves    map[string]*netFD   // ends waiting for their peer, by their own key
-	listeners map[string][]*netFD // by the address a dial names
-	dgrams    map[string][]*netFD // datagram sockets, by the address a send names (synctest_dgram.go)
-	dgramPeer map[*netFD]string   // a connected datagram socket's peer's key
-	keys      map[*netFD]string   // the key each recorded descriptor is under
+	halves    map[string]fdRef   // ends waiting for their peer, by their own key
+	listeners map[string][]fdRef // by the address a dial names
+	dgrams    map[string][]fdRef // datagram sockets, by the address a send names (synctest_dgram.go)
+	dgramPeer map[fdRef]string   // a connected datagram socket's peer's key
+	keys      map[fdRef]string   // the key each recorded descriptor is under
+}
+
+// fdRef is a recorded descriptor: Value is nil once it is unreachable.
+type fdRef = weak.Pointer[netFD]
+
+// recordLocked notes that fd is recorded under key, and arranges for its
+// entries to go if it is collected unclosed. Called with bubbles.mu held,
+// once per descriptor.
+func recordLocked(fd *netFD, key string) fdRef {
+	if bubbles.keys == nil {
+		bubbles.keys = make(map[fdRef]string)
+	}
+	ref := weak.Make(fd)
+	bubbles.keys[ref] = key
+	runtime.AddCleanup(fd, forgetCollected, ref)
+	return ref
+}
+
+// live is the descriptors of refs that are still reachable, in a new
+// slice: the callers use it after they let bubbles.mu go.
+func live(refs []fdRef) []*netFD {
+	var fds []*netFD
+	for _, r := range refs {
+		if fd := r.Value(); fd != nil {
+			fds = append(fds, fd)
+		}
+	}
+	return fds
 }
 
 // bubbleListening records a listener opened in a bubble, for the dials of
@@ -60,11 +96,9 @@ func (fd *netFD) bubbleListening() {
 	bubbles.mu.Lock()
 	defer bubbles.mu.Unlock()
 	if bubbles.listeners == nil {
-		bubbles.listeners = make(map[string][]*netFD)
-		bubbles.keys = make(map[*netFD]string)
+		bubbles.listeners = make(map[string][]fdRef)
 	}
-	bubbles.listeners[key] = append(bubbles.listeners[key], fd)
-	bubbles.keys[fd] = key
+	bubbles.listeners[key] = append(bubbles.listeners[key], recordLocked(fd, key))
 }
 
 // bubbleConnected records one end of a stream connection opened in a
@@ -79,23 +113,19 @@ func (fd *netFD) bubbleConnected(ra net.Addr) {
 	var wake []*netFD
 	bubbles.mu.Lock()
 	if mine != "" {
-		if peer := bubbles.halves[theirs]; peer != nil {
+		if ref := bubbles.halves[theirs]; ref.Value() != nil {
 			delete(bubbles.halves, theirs)
-			delete(bubbles.keys, peer)
-			poll.PairInBubble(&fd.pfd, &peer.pfd)
+			delete(bubbles.keys, ref)
+			poll.PairInBubble(&fd.pfd, &ref.Value().pfd)
 		} else {
 			if bubbles.halves == nil {
-				bubbles.halves = make(map[string]*netFD)
+				bubbles.halves = make(map[string]fdRef)
 			}
-			if bubbles.keys == nil {
-				bubbles.keys = make(map[*netFD]string)
-			}
-			bubbles.halves[mine] = fd
-			bubbles.keys[fd] = mine
+			bubbles.halves[mine] = recordLocked(fd, mine)
 		}
 	}
 	if ra != nil {
-		wake = slices.Clone(bubbles.listeners[listenerKey(fd.family, ra)])
+		wake = live(bubbles.listeners[listenerKey(fd.family, ra)])
 	}
 	bubbles.mu.Unlock()
 	for _, ln := range wake {
@@ -108,24 +138,40 @@ func (fd *netFD) bubbleConnected(ra net.Addr) {
 func (fd *netFD) bubbleForget() {
 	bubbles.mu.Lock()
 	defer bubbles.mu.Unlock()
-	key, ok := bubbles.keys[fd]
+	forgetLocked(weak.Make(fd))
+}
+
+// forgetCollected drops the entries of a descriptor collected unclosed:
+// the cleanup recordLocked adds.
+func forgetCollected(ref fdRef) {
+	bubbles.mu.Lock()
+	defer bubbles.mu.Unlock()
+	forgetLocked(ref)
+}
+
+// forgetLocked drops ref's entries, if it has any. Called with bubbles.mu
+// held.
+func forgetLocked(ref fdRef) {
+	key, ok := bubbles.keys[ref]
 	if !ok {
 		return
 	}
-	delete(bubbles.keys, fd)
-	delete(bubbles.dgramPeer, fd)
-	if bubbles.halves[key] == fd {
+	delete(bubbles.keys, ref)
+	delete(bubbles.dgramPeer, ref)
+	if bubbles.halves[key] == ref {
 		delete(bubbles.halves, key)
 		return
 	}
-	recorded := bubbles.listeners
-	if fd.bubbleDgram {
-		recorded = bubbles.dgrams
-	}
-	if fds := slices.DeleteFunc(recorded[key], func(x *netFD) bool { return x == fd }); len(fds) == 0 {
-		delete(recorded, key)
-	} else {
-		recorded[key] = fds
+	for _, recorded := range []map[string][]fdRef{bubbles.listeners, bubbles.dgrams} {
+		refs, ok := recorded[key]
+		if !ok {
+			continue
+		}
+		if refs = slices.DeleteFunc(refs, func(r fdRef) bool { return r == ref }); len(refs) == 0 {
+			delete(recorded, key)
+		} else {
+			recorded[key] = refs
+		}
 	}
 }
 

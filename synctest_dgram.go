@@ -20,9 +20,9 @@ import (
 	"encoding/binary"
 	"net"
 	"net/netip"
-	"slices"
 	"strconv"
 	"unsafe"
+	"weak"
 
 	"golang.org/x/sys/unix"
 )
@@ -41,20 +41,17 @@ func (fd *netFD) bubbleDatagram(raddr net.Addr) {
 	fd.bubbleDgram = true
 	bubbles.mu.Lock()
 	if bubbles.dgrams == nil {
-		bubbles.dgrams = make(map[string][]*netFD)
+		bubbles.dgrams = make(map[string][]fdRef)
 	}
-	if bubbles.keys == nil {
-		bubbles.keys = make(map[*netFD]string)
-	}
-	bubbles.dgrams[key] = append(bubbles.dgrams[key], fd)
-	bubbles.keys[fd] = key
+	ref := recordLocked(fd, key)
+	bubbles.dgrams[key] = append(bubbles.dgrams[key], ref)
 	var peers []*netFD
 	if peer := datagramKey(raddr); peer != "" {
 		if bubbles.dgramPeer == nil {
-			bubbles.dgramPeer = make(map[*netFD]string)
+			bubbles.dgramPeer = make(map[fdRef]string)
 		}
-		bubbles.dgramPeer[fd] = peer
-		peers = slices.Clone(bubbles.dgrams[peer])
+		bubbles.dgramPeer[ref] = peer
+		peers = live(bubbles.dgrams[peer])
 	}
 	bubbles.mu.Unlock()
 	if len(peers) > 0 {
@@ -108,9 +105,9 @@ func rawDatagramKey(sa *rawInetSockaddr) string {
 func (fd *netFD) bubbleSending(key string) []*netFD {
 	bubbles.mu.Lock()
 	if key == "" {
-		key = bubbles.dgramPeer[fd]
+		key = bubbles.dgramPeer[weak.Make(fd)]
 	}
-	to := slices.Clone(bubbles.dgrams[key])
+	to := live(bubbles.dgrams[key])
 	bubbles.mu.Unlock()
 	for _, p := range to {
 		p.pfd.SendingInBubble(+1)
