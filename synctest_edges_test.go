@@ -51,6 +51,7 @@ func TestSynctestEdges(t *testing.T) {
 		"TestSynctestChildSharedFixtureLock",
 		"TestSynctestChildLockInBubble",
 		"TestSynctestChildDeadlineOutsideReader",
+		"TestSynctestChildContextFromOutside", // synctest_ctx_test.go
 	} {
 		t.Run(name, func(t *testing.T) {
 			out := testutil.RunChild(t, name, synctestChildEnv)

@@ -203,7 +203,15 @@ func (d *Desc) waitCancelable(ctx context.Context, mode Mode) error {
 			return errDone
 		default:
 			cg.parked = true
+			var stopWatch func()
+			if g.durable {
+				done := ctx.Done()
+				stopWatch = watchDone(done, func() { d.contextDone(g, done) }) // bubble_ctx.go
+			}
 			d.parkLocked(g, s, nil)
+			if stopWatch != nil {
+				stopWatch()
+			}
 			cg.parked = false
 			canceled, cg.canceled = cg.canceled || (s != nil && s.ctxExpired), false
 		}

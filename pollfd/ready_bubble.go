@@ -84,14 +84,19 @@ func (l *ReadyList) sleepDurably(ctx context.Context) error {
 	l.durables = append(l.durables, s)
 	l.mu.Unlock()
 	stop := func() bool { return false }
-	if ctx.Done() != nil {
-		stop = context.AfterFunc(ctx, func() {
-			l.mu.Lock()
-			l.withdrawLocked(s)
-			l.mu.Unlock()
-		})
+	withdraw := func() {
+		l.mu.Lock()
+		l.withdrawLocked(s)
+		l.mu.Unlock()
 	}
+	if ctx.Done() != nil {
+		stop = context.AfterFunc(ctx, withdraw)
+	}
+	stopWatch := watchDone(ctx.Done(), withdraw) // bubble_ctx.go
 	s.sema.park()
+	if stopWatch != nil {
+		stopWatch()
+	}
 	stop()
 	if !s.woken {
 		return ctx.Err() // only the context withdraws a sleeper unwoken

@@ -313,6 +313,10 @@ type fdWaiter struct {
 
 var newSema = pollhook.NewSema.(func(durable bool) (park, wake func()))
 
+// watchDone keeps a bubble from idling on a durable park while its
+// context may be cancelled from outside (pollfd/bubble_ctx.go).
+var watchDone = pollhook.WatchDone.(func(done <-chan struct{}, wake func()) (stop func()))
+
 // acquire blocks until the count is positive, then decrements it,
 // parking plainly.
 func (s *fdSema) acquire() { s.acquireContext(context.Background(), false) }
@@ -335,6 +339,11 @@ func (s *fdSema) acquireContext(ctx context.Context, durable bool) bool {
 	stop := func() bool { return false }
 	if ctx.Done() != nil {
 		stop = context.AfterFunc(ctx, w.wake)
+	}
+	if durable {
+		if stopWatch := watchDone(ctx.Done(), w.wake); stopWatch != nil {
+			defer stopWatch()
+		}
 	}
 	for {
 		w.park()

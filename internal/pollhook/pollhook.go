@@ -53,3 +53,11 @@ var MoveToShard any
 // one does not. For internal/poll's fdMutex, whose waiters must not be
 // sync.Cond's: a Cond woken from outside its waiter's bubble is fatal.
 var NewSema any
+
+// WatchDone is pollfd's watchDone (pollfd/bubble_ctx.go), a
+// func(done <-chan struct{}, wake func()) (stop func()): called by a
+// waiter about to park durably with a context whose Done channel is done,
+// it keeps the bubble from idling while done is a channel made outside
+// the bubble, and calls wake when done closes; stop, called after the
+// park, ends that (nil for a nil done).
+var WatchDone any
