@@ -30,8 +30,18 @@ func (c *sockRawConn) Read(f func(uintptr) bool) error {
 }
 
 // Write calls f until it returns true, waiting for writability in between.
+// A datagram socket of a synctest bubble wakes the bubble's readers that
+// f's send may have reached (synctest_dgram.go).
 func (c *sockRawConn) Write(f func(uintptr) bool) error {
-	if err := c.fd.pfd.RawWrite(f); err != nil {
+	var err error
+	if c.fd.bubbleDgram {
+		to := c.fd.bubbleSendingRaw()
+		err = c.fd.pfd.RawWrite(f)
+		c.fd.bubbleSentRaw(to, err)
+	} else {
+		err = c.fd.pfd.RawWrite(f)
+	}
+	if err != nil {
 		return &net.OpError{Op: "raw-write", Net: c.fd.net, Source: c.fd.localAddr(), Addr: c.fd.raddr, Err: err}
 	}
 	return nil

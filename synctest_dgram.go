@@ -14,6 +14,12 @@ package gatenet
 // its peer once, at connect: the peer is reached then, and the connected
 // socket, which only its peer can send to, is durable from the start if
 // the peer is the bubble's.
+//
+// A send through a socket's RawConn (x/net's ipv4.PacketConn) names its
+// destinations inside f, where gatenet does not look: it counts itself in
+// on every recorded socket and wakes, after, the durable readers of its
+// own bubble, each of which reads or parks again. A socket it reaches that
+// is not durable yet does not become so: that takes a send gatenet sees.
 
 import (
 	"context"
@@ -121,9 +127,38 @@ func (fd *netFD) bubbleSent(to []*netFD, err error) {
 	if err == nil && len(to) > 0 {
 		fd.pfd.SentInBubble()
 	}
+	if err == nil && len(to) == 0 && fd.isConnected && fd.bubbleDgram {
+		fd.pfd.SentUnreached() // a closed port's ICMP error ends its own read
+	}
 	for _, p := range to {
 		if err == nil {
 			p.pfd.Reached()
+		}
+		p.pfd.SendingInBubble(-1)
+	}
+}
+
+// bubbleSendingRaw is bubbleSending for a send through fd's RawConn: every
+// recorded datagram socket, each counted in.
+func (fd *netFD) bubbleSendingRaw() []*netFD {
+	var to []*netFD
+	bubbles.mu.Lock()
+	for _, refs := range bubbles.dgrams {
+		to = append(to, live(refs)...)
+	}
+	bubbles.mu.Unlock()
+	for _, p := range to {
+		p.pfd.SendingInBubble(+1)
+	}
+	return to
+}
+
+// bubbleSentRaw is bubbleSent for a send through fd's RawConn: it wakes
+// the durable readers of to in fd's bubble, and counts the send out.
+func (fd *netFD) bubbleSentRaw(to []*netFD, err error) {
+	for _, p := range to {
+		if err == nil {
+			p.pfd.ReachedRaw()
 		}
 		p.pfd.SendingInBubble(-1)
 	}

@@ -230,3 +230,81 @@ func TestSynctestChildUDPRawConn(t *testing.T) {
 		require.NoError(t, b.Close())
 	})
 }
+
+// TestSynctestChildUDPRefused: a connected UDP socket whose peer, a
+// socket of the bubble, has closed. Its own send after a fake 1 s draws
+// ICMP port unreachable, which ends its durable Read with ECONNREFUSED at
+// that fake time, as over net; before, no goroutine of the bubble woke
+// the read and synctest reported a deadlock. With and without a read
+// deadline an hour away, and with and without a datagram that reached the
+// peer first.
+func TestSynctestChildUDPRefused(t *testing.T) {
+	childOnly(t)
+	for _, c := range []struct {
+		name              string
+		deadline, greeted bool
+	}{{"plain", false, false}, {"deadline", true, false}, {"after a datagram", false, true}, {"both", true, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			inBubble(t, func(t *testing.T) {
+				srv := listenUDP(t)
+				cli, err := gatenet.DialUDP("udp", nil, srv.LocalAddr().(*net.UDPAddr))
+				require.NoError(t, err)
+				defer cli.Close()
+				if c.greeted {
+					_, err := cli.Write([]byte("hello"))
+					require.NoError(t, err)
+				}
+				require.NoError(t, srv.Close())
+				start := time.Now()
+				if c.deadline {
+					require.NoError(t, cli.SetReadDeadline(start.Add(time.Hour)))
+				}
+				go func() {
+					time.Sleep(time.Second)
+					cli.Write([]byte("x"))
+				}()
+				_, err = cli.Read(make([]byte, 8))
+				require.ErrorIs(t, err, unix.ECONNREFUSED)
+				require.Equal(t, time.Second, time.Since(start))
+			})
+		})
+	}
+}
+
+// TestSynctestChildUDPRawConnSend: quic-go's way of writing, through
+// ipv4.PacketConn (sendto(2) and sendmmsg(2) inside the socket's
+// RawConn.Write), after a fake 1 s sleep: the durable reader of the
+// bubble gets the datagrams at that fake time. Before, the send woke no
+// one, the bubble idled and its clock ran to the reader's deadline.
+func TestSynctestChildUDPRawConnSend(t *testing.T) {
+	childOnly(t)
+	for _, batch := range []bool{false, true} {
+		t.Run(map[bool]string{false: "WriteTo", true: "WriteBatch"}[batch], func(t *testing.T) {
+			inBubble(t, func(t *testing.T) {
+				a, b := listenUDP(t), listenUDP(t)
+				defer a.Close()
+				defer b.Close()
+				_, err := a.WriteTo([]byte("first"), b.LocalAddr()) // b is durable from here
+				require.NoError(t, err)
+				buf := make([]byte, 8)
+				_, _, err = b.ReadFrom(buf)
+				require.NoError(t, err)
+				start := time.Now()
+				require.NoError(t, b.SetReadDeadline(start.Add(time.Hour)))
+				go func() {
+					time.Sleep(time.Second)
+					pc := ipv4.NewPacketConn(a)
+					if batch {
+						pc.WriteBatch([]ipv4.Message{{Buffers: [][]byte{[]byte("later")}, Addr: b.LocalAddr()}}, 0)
+					} else {
+						pc.WriteTo([]byte("later"), nil, b.LocalAddr())
+					}
+				}()
+				n, _, err := b.ReadFrom(buf)
+				require.NoError(t, err)
+				require.Equal(t, "later", string(buf[:n]))
+				require.Equal(t, time.Second, time.Since(start))
+			})
+		})
+	}
+}

@@ -46,6 +46,8 @@ func TestSynctestEdges(t *testing.T) {
 		"TestSynctestChildUDPOutsideSender",
 		"TestSynctestChildUDPNotReached",
 		"TestSynctestChildUDPRawConn",
+		"TestSynctestChildUDPRefused",
+		"TestSynctestChildUDPRawConnSend",
 		"TestSynctestChildLockHeldOutside", // synctest_locks_test.go
 		"TestSynctestChildCloseWhileOutsideReads",
 		"TestSynctestChildSharedFixtureLock",

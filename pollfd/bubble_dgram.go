@@ -19,6 +19,14 @@ package pollfd
 // (docs/DESIGN.md measures it), so the reader's retry finds it, and a
 // ReadyList watching the socket hears of it before the send returns.
 //
+// An error the kernel queues on a connected socket — ICMP port unreachable
+// for a send to a closed port, on loopback queued before sendto(2)
+// returns — has no sender of the bubble to wake the reader either, and
+// the drain loop's edge could come after the bubble idled. So the socket's
+// own send, when it reached no socket of the bubble, looks (unreached):
+// with an error or a datagram pending it wakes its durable reader, which
+// finds it.
+//
 // A datagram from outside the bubble — net's socket, another process, a
 // send through a number handed out — has no goroutine of the bubble to
 // wake the reader. The drain loop's edge tells: an edge that finds a
@@ -41,6 +49,8 @@ func init() {
 	pollhook.Datagram = (*Desc).datagramInBubble
 	pollhook.Sending = (*Desc).sending
 	pollhook.Reached = (*Desc).reached
+	pollhook.ReachedRaw = (*Desc).reachedRaw
+	pollhook.Unreached = (*Desc).unreached
 }
 
 // dgram is what a datagram socket of a bubble keeps.
@@ -98,6 +108,33 @@ func (d *Desc) reached(wake bool) {
 	}
 	d.mu.Unlock()
 	if wake && d.wakeDurable(ModeRead) {
+		d.datagramOutside()
+	}
+}
+
+// reachedRaw is reached for a send through a RawConn, whose destination
+// gatenet does not see: it wakes d's reader only if d is durable already
+// and of the sender's bubble, and makes nothing durable.
+func (d *Desc) reachedRaw() {
+	d.mu.Lock()
+	dg := d.dgramLocked()
+	mine := dg != nil && !dg.outside && !d.is(descClosing) && d.is(descDurable) && currentBubble() == d.bubbleOf()
+	d.mu.Unlock()
+	if mine {
+		d.wakeDurable(ModeRead)
+	}
+}
+
+// unreached is d's check after its own send, d a connected datagram socket
+// of a bubble, reached no socket of the bubble (the top of this file).
+func (d *Desc) unreached() {
+	d.mu.Lock()
+	parked := d.dgramLocked() != nil && d.rg.waiting && d.rg.durable
+	d.mu.Unlock()
+	if !parked {
+		return // a read to come finds the error in durableLocked's poll(2)
+	}
+	if ready, err := readyNow(d.fd, unix.POLLIN); err == nil && ready && d.wakeDurable(ModeRead) {
 		d.datagramOutside()
 	}
 }

@@ -30,6 +30,8 @@ var (
 	datagramDesc  = pollhook.Datagram.(func(*pollfd.Desc))
 	sending       = pollhook.Sending.(func(*pollfd.Desc, int))
 	reached       = pollhook.Reached.(func(*pollfd.Desc, bool))
+	unreached     = pollhook.Unreached.(func(*pollfd.Desc))
+	reachedRaw    = pollhook.ReachedRaw.(func(*pollfd.Desc))
 )
 
 // DatagramInBubble records fd, a datagram socket opened in a bubble: its
@@ -61,6 +63,24 @@ func (fd *FD) Reached() {
 func (fd *FD) SentInBubble() {
 	if fd.pd != nil {
 		reached(fd.pd, false)
+	}
+}
+
+// ReachedRaw wakes fd's durable reader, if it is of the calling
+// goroutine's bubble, after a send through a RawConn that may have
+// reached it.
+func (fd *FD) ReachedRaw() {
+	if fd.pd != nil {
+		reachedRaw(fd.pd)
+	}
+}
+
+// SentUnreached is fd's own check after a connected datagram socket of a
+// bubble sent to a peer that is no socket of its bubble: an error the
+// send drew (a closed port's ICMP) ends its durable read.
+func (fd *FD) SentUnreached() {
+	if fd.pd != nil {
+		unreached(fd.pd)
 	}
 }
 

@@ -34,10 +34,15 @@ var Kick any
 //	              begins (+1) or has ended (-1).
 //	Reached       func(*pollfd.Desc, bool): a send of the bubble reached the
 //	              Desc (true), or the Desc sent to a socket of its bubble.
+//	ReachedRaw    func(*pollfd.Desc): a send through a RawConn of the bubble
+//	              may have reached the Desc.
+//	Unreached     func(*pollfd.Desc): the Desc, connected, sent to a peer
+//	              that is no socket of its bubble; an error that drew ends
+//	              its durable read.
 var InBubble, Pair, AcceptDurably, NeverDurable, WakePeer, WakeDurable, Unpair any
 
 // The datagram hooks (pollfd/bubble_dgram.go).
-var Datagram, Sending, Reached any
+var Datagram, Sending, Reached, ReachedRaw, Unreached any
 
 // MoveToShard is pollfd's Desc.moveToShard, a func(*pollfd.Desc, int) bool
 // typed as Kick is: it moves a lazily opened Desc that nothing else refers
