@@ -98,6 +98,9 @@ func nanotime() int64 { return int64(time.Since(clockBase)) }
 // ModeReadWrite). The zero time clears it. It mirrors pollSetDeadline; on a
 // closing descriptor it changes nothing and returns ErrClosing.
 func (d *Desc) SetDeadline(t time.Time, mode Mode) error {
+	if d.unopened() {
+		return errNotOpened
+	}
 	if mode != ModeRead && mode != ModeWrite && mode != ModeReadWrite {
 		return ErrInvalidMode
 	}

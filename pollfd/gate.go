@@ -166,6 +166,8 @@ package pollfd
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 
@@ -274,14 +276,40 @@ func (d *Desc) watchLocked() *watch {
 	return &d.ext.watch
 }
 
-// Fd returns the descriptor number the Desc was opened for.
-func (d *Desc) Fd() int { return int(d.fd) }
+// errNotOpened is every method's error on a nil Desc or one Open did not
+// make, as os's on a nil *os.File: errors.Is(err, os.ErrInvalid) holds.
+var errNotOpened = fmt.Errorf("pollfd: Desc not made by Open: %w", os.ErrInvalid)
 
-// Shard returns the index of the poller shard the descriptor is on.
-func (d *Desc) Shard() int { return d.shard.index }
+// unopened reports whether d is nil or was not made by Open (a zero Desc):
+// its methods then return errNotOpened, or do nothing, and never panic.
+func (d *Desc) unopened() bool { return d == nil || d.shard == nil }
 
-// Poller returns the poller the descriptor is registered with.
-func (d *Desc) Poller() *Poller { return d.shard.poller }
+// Fd returns the descriptor number the Desc was opened for; -1 for a nil
+// Desc or one Open did not make.
+func (d *Desc) Fd() int {
+	if d.unopened() {
+		return -1
+	}
+	return int(d.fd)
+}
+
+// Shard returns the index of the poller shard the descriptor is on; -1
+// for a nil Desc or one Open did not make.
+func (d *Desc) Shard() int {
+	if d.unopened() {
+		return -1
+	}
+	return d.shard.index
+}
+
+// Poller returns the poller the descriptor is registered with; nil for a
+// nil Desc or one Open did not make.
+func (d *Desc) Poller() *Poller {
+	if d.unopened() {
+		return nil
+	}
+	return d.shard.poller
+}
 
 func (d *Desc) gate(mode Mode) *gate {
 	switch mode {
@@ -314,6 +342,9 @@ func (d *Desc) check(mode Mode, g *gate) error {
 // the caller makes next observes that readiness directly. It mirrors the
 // runtime's pollReset.
 func (d *Desc) Prepare(mode Mode) error {
+	if d.unopened() {
+		return errNotOpened
+	}
 	g := d.gate(mode)
 	if g == nil {
 		return ErrInvalidMode
@@ -334,6 +365,9 @@ func (d *Desc) Prepare(mode Mode) error {
 // returns at once. It mirrors the runtime's pollWait, including re-parking
 // after a wake that found neither readiness nor an error.
 func (d *Desc) Wait(mode Mode) error {
+	if d.unopened() {
+		return errNotOpened
+	}
 	if err := d.joined(mode); err != nil {
 		return err
 	}
@@ -368,6 +402,9 @@ func (d *Desc) harvest() (busy bool) {
 // usable. A context already done when
 // WaitContext is called returns its error without waiting.
 func (d *Desc) WaitContext(ctx context.Context, mode Mode) error {
+	if d.unopened() {
+		return errNotOpened
+	}
 	done := ctx.Done()
 	if done != nil {
 		select {
@@ -520,6 +557,9 @@ func (d *Desc) kick(mode Mode) {
 // Wait. Pending deadlines are cancelled. It mirrors pollUnblock and must
 // precede Close. A second call does nothing.
 func (d *Desc) Unblock() {
+	if d.unopened() {
+		return
+	}
 	woke := 0
 	d.mu.Lock()
 	if d.is(descClosing) {
@@ -553,6 +593,9 @@ func (d *Desc) Unblock() {
 // runtime throws for both; this returns ErrNotClosing or ErrWaiters). A
 // second Close returns ErrClosing.
 func (d *Desc) Close() error {
+	if d.unopened() {
+		return errNotOpened
+	}
 	d.mu.Lock()
 	switch {
 	case !d.is(descClosing):

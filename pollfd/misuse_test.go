@@ -46,6 +46,39 @@ func TestZeroAndNilPoller(t *testing.T) {
 	require.ErrorContains(t, (*pollfd.Poller)(nil).Close(), "Poller not made by New or Default")
 }
 
+// TestZeroAndNilDesc: a nil Desc (the result of an Open whose error was
+// dropped) and a zero one fail every call with an error for which
+// errors.Is(err, os.ErrInvalid) holds, as os's nil *File does, or do
+// nothing; none panics.
+func TestZeroAndNilDesc(t *testing.T) {
+	testutil.CheckLeaks(t)
+	var l pollfd.ReadyList
+	defer l.Close()
+	for name, d := range map[string]*pollfd.Desc{"zero": {}, "nil": nil} {
+		t.Run(name, func(t *testing.T) {
+			for op, call := range map[string]func() error{
+				"Prepare":     func() error { return d.Prepare(pollfd.ModeRead) },
+				"Wait":        func() error { return d.Wait(pollfd.ModeRead) },
+				"WaitContext": func() error { return d.WaitContext(context.Background(), pollfd.ModeWrite) },
+				"SetDeadline": func() error { return d.SetDeadline(time.Now(), pollfd.ModeReadWrite) },
+				"Close":       func() error { return d.Close() },
+				"Watch":       func() error { return d.Watch(&l, "x") },
+				"WatchWrite":  func() error { return d.WatchWrite(&l, true) },
+			} {
+				require.ErrorIs(t, call(), os.ErrInvalid, op)
+			}
+			d.Unblock()
+			d.Unwatch()
+			d.NotifyReady()
+			d.ReleaseReads()
+			require.Nil(t, d.WatchCookie(&l))
+			require.Equal(t, -1, d.Fd())
+			require.Equal(t, -1, d.Shard())
+			require.Nil(t, d.Poller())
+		})
+	}
+}
+
 func TestOpenShardExtremes(t *testing.T) {
 	testutil.CheckLeaks(t)
 	p := testutil.NewPoller(t, pollfd.Options{Shards: 3})

@@ -182,6 +182,9 @@ type watch struct {
 // (WatchWrite). It fails on a closed list, and on a descriptor another
 // open list watches; one a closed list still watches moves to l.
 func (d *Desc) Watch(l *ReadyList, cookie any) error {
+	if d.unopened() {
+		return errNotOpened
+	}
 	if l == nil {
 		return errNoList
 	}
@@ -222,6 +225,9 @@ func (d *Desc) Watch(l *ReadyList, cookie any) error {
 
 // Unwatch removes d from its list, if any.
 func (d *Desc) Unwatch() {
+	if d.unopened() {
+		return
+	}
 	d.mu.Lock()
 	d.unwatchLocked()
 	d.mu.Unlock()
@@ -254,6 +260,9 @@ func (d *Desc) rearm() {
 // NotifyReady reports an armed descriptor now, as an edge would: for
 // readiness that arrived before Watch.
 func (d *Desc) NotifyReady() {
+	if d.unopened() {
+		return
+	}
 	d.mu.Lock()
 	d.reportLocked()
 	d.mu.Unlock()

@@ -50,6 +50,9 @@ var ErrNotWatched = errors.New("pollfd: descriptor not watched by this list")
 // writable (NextEvent's write), and, with holdReads, to withhold d's read
 // reports until the next Watch.
 func (d *Desc) WatchWrite(l *ReadyList, holdReads bool) error {
+	if d.unopened() {
+		return errNotOpened
+	}
 	if err := d.joined(0); err != nil {
 		return err
 	}
@@ -92,6 +95,9 @@ func (d *Desc) WatchWrite(l *ReadyList, holdReads bool) error {
 // edge came while it was held; one a reader holds (reported and not yet
 // handed back) stays that reader's.
 func (d *Desc) ReleaseReads() {
+	if d.unopened() {
+		return
+	}
 	d.mu.Lock()
 	if w := d.watchLocked(); w != nil && w.holdReads {
 		w.holdReads = false
@@ -125,6 +131,9 @@ func (d *Desc) writeDurableLocked() bool {
 // WatchCookie returns the cookie l's Watch gave d, nil if l does not
 // watch d.
 func (d *Desc) WatchCookie(l *ReadyList) any {
+	if d.unopened() {
+		return nil
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if w := d.watchLocked(); w != nil && w.list == l {
