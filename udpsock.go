@@ -159,7 +159,11 @@ func (c *UDPConn) ReadMsgUDPAddrPort(b, oob []byte) (n, oobn, flags int, addr ne
 	if c.groOn() {
 		n, oobn, flags, addr, err = c.readOne(context.Background(), b, oob)
 		if err != nil {
-			n = -1 // as the path without GRO: recvmsg(2)'s own result
+			// As net's: -1 once recvmsg(2) was made (readOne's -1 after a
+			// wait), 0 when the call failed before it (closed, deadline).
+			if _, errno := err.(unix.Errno); errno {
+				n = -1
+			}
 			addr = rawAddrPort(int(c.fd.family), &unix.RawSockaddrAny{})
 			err = c.opError("read", c.fd.raddr, wrapSyscallError("recvmsg", err))
 		}

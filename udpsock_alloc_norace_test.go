@@ -7,9 +7,11 @@ package gatenet_test
 import (
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/gatenet/gatenet"
 	"github.com/gatenet/gatenet/internal/testutil"
@@ -18,11 +20,13 @@ import (
 // TestUDPAddrPortNoAllocs: datagrams through WriteToUDPAddrPort,
 // WriteToUDP, WriteMsgUDPAddrPort and WriteMsgUDP, read back with
 // ReadFromUDPAddrPort and ReadMsgUDPAddrPort, allocate nothing (sockaddrs
-// and msghdrs live on the stack), as with net's.
+// and msghdrs live on the stack), as with net's; once a ReadBatch turned
+// receive offload on too, when the reads go through the trains.
 func TestUDPAddrPortNoAllocs(t *testing.T) {
 	testutil.CheckLeaks(t)
-	for _, network := range []string{"udp4", "udp6"} {
+	for _, network := range []string{"udp4", "udp6", "udp4 with GRO", "udp6 with GRO"} {
 		t.Run(network, func(t *testing.T) {
+			network, gro := strings.CutSuffix(network, " with GRO")
 			udpSkipUnlessNetwork(t, network)
 			a, err := gatenet.ListenUDP(network, net.UDPAddrFromAddrPort(netip.MustParseAddrPort(udpLoopback(network))))
 			require.NoError(t, err)
@@ -30,6 +34,10 @@ func TestUDPAddrPortNoAllocs(t *testing.T) {
 			b, err := gatenet.ListenUDP(network, net.UDPAddrFromAddrPort(netip.MustParseAddrPort(udpLoopback(network))))
 			require.NoError(t, err)
 			defer b.Close()
+			if gro {
+				_, err := b.ReadBatch(batchMessages(1, 16), unix.MSG_DONTWAIT)
+				require.ErrorIs(t, err, unix.EAGAIN) // nothing queued; GRO is on now
+			}
 			to := b.LocalAddr().(*net.UDPAddr)
 			toAP := to.AddrPort()
 			msg, buf, oob := make([]byte, 512), make([]byte, 1024), make([]byte, 64)

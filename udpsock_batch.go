@@ -26,10 +26,11 @@ import (
 // udpBatch is a UDPConn's state for ReadBatch and WriteBatch, made by
 // the first of them and kept for the conn's life.
 type udpBatch struct {
-	rmu sync.Mutex // the readers': rx and trains
-	rx  mmsgScratch
-	gro atomic.Bool // UDP_GRO is on: every read goes through trains
-	tr  *trains     // GRO's received trains; nil until gro
+	rmu      sync.Mutex // the readers': rx, trains and groTried
+	rx       mmsgScratch
+	groTried bool        // the first ReadBatch tried to turn UDP_GRO on
+	gro      atomic.Bool // UDP_GRO is on: every read goes through trains
+	tr       *trains     // GRO's received trains; nil until gro
 
 	wmu sync.Mutex // the writers': tx
 	tx  mmsgScratch
@@ -44,20 +45,14 @@ type mmsgScratch struct {
 	names []unix.RawSockaddrAny
 }
 
-// batchState returns c's udpBatch, making it (and turning GRO on, where
-// it can) on the first call.
+// batchState returns c's udpBatch, making it on the first call. The
+// first ReadBatch turns GRO on, under rmu (a WriteBatch does not).
 func (c *UDPConn) batchState() *udpBatch {
 	if b := c.batch.Load(); b != nil {
 		return b
 	}
-	b := new(udpBatch)
-	b.rmu.Lock() // a reader that finds b waits for GRO's decision
-	defer b.rmu.Unlock()
-	if !c.batch.CompareAndSwap(nil, b) {
-		return c.batch.Load()
-	}
-	c.enableGRO(b)
-	return b
+	c.batch.CompareAndSwap(nil, new(udpBatch))
+	return c.batch.Load()
 }
 
 // ReadBatch reads up to len(ms) datagrams (recvmmsg(2)), waiting while
@@ -93,13 +88,26 @@ func (c *UDPConn) ReadBatch(ms []ipv4.Message, flags int) (int, error) {
 	b := c.batchState()
 	var n int
 	var err error
-	b.rmu.Lock()
-	if b.gro.Load() {
-		n, err = c.readTrains(context.Background(), b, ms, flags)
-	} else {
-		n, err = c.readBatchDirect(b, ms, flags)
+	for {
+		b.rmu.Lock()
+		if !b.groTried {
+			b.groTried = true
+			c.enableGRO(b)
+		}
+		if b.gro.Load() {
+			n, err = c.readTrains(b, ms, flags)
+		} else {
+			n, err = c.readBatchDirect(b, ms, flags)
+		}
+		b.rmu.Unlock()
+		if err != unix.EAGAIN || !b.gro.Load() || flags&unix.MSG_DONTWAIT != 0 {
+			break
+		}
+		// Wait with rmu released: other readers' contexts stay theirs.
+		if err = c.fd.pfd.WaitReadable(context.Background()); err != nil {
+			break
+		}
 	}
-	b.rmu.Unlock()
 	if err != nil {
 		return n, c.opError("read", c.fd.raddr, wrapSyscallError("recvmmsg", err))
 	}
@@ -268,7 +276,10 @@ func (s *mmsgScratch) pack(ms []ipv4.Message) []poll.Mmsghdr {
 	return s.hs
 }
 
-// packTo lays ms out for sendmmsg(2), each with its destination.
+// packTo lays ms out for sendmmsg(2), each with its destination. A
+// destination that cannot be converted ends the batch before its message,
+// as a datagram the kernel refuses does (the next call reports it); the
+// first message's is the batch's error.
 func (s *mmsgScratch) packTo(c *UDPConn, ms []ipv4.Message) ([]poll.Mmsghdr, error) {
 	s.pack(ms)
 	for i := range ms {
@@ -280,6 +291,9 @@ func (s *mmsgScratch) packTo(c *UDPConn, ms []ipv4.Message) ([]poll.Mmsghdr, err
 		}
 		sa := (*rawInetSockaddr)(unsafe.Pointer(&s.names[i]))
 		if err := c.udpAddrToRaw(a, sa); err != nil {
+			if i > 0 {
+				return s.hs[:i], nil
+			}
 			return nil, err
 		}
 		h.Hdr.Name = (*byte)(unsafe.Pointer(&sa.raw))

@@ -53,18 +53,31 @@ type trains struct {
 
 	n, cur int // trains received, and the one being cut
 	// The train being cut:
-	off, size, seg int          // next datagram's offset, the train's size, its segment size
-	flags          int          // its recvmsg flags worth passing on (MSG_CTRUNC)
-	trunc          bool         // the kernel truncated it (MSG_TRUNC)
-	addr           *net.UDPAddr // its sender
-	ctl            []byte       // its control messages less UDP_GRO's
-	ctlEnds        [8]int       // where each of ctl's messages ends
-	nctl           int
+	off, size, seg int            // next datagram's offset, the train's size, its segment size
+	flags          int            // its recvmsg flags worth passing on (MSG_CTRUNC)
+	trunc          bool           // the kernel truncated it (MSG_TRUNC)
+	from           netip.AddrPort // its sender
+	addr           *net.UDPAddr   // from, made for a batch's messages once per train
+	ctl            []byte         // its control messages less UDP_GRO's
 	ctlBuf         [groOOBSize]byte
 
-	dst    []ipv4.Message // the caller's, during readTrains
-	served int            // what held handed out
-	heldFn func() int     // held, bound once
+	// What a call hands held datagrams out to, set under rmu for one
+	// receive: a batch's messages (dst), or one datagram's buffers (one).
+	dst    []ipv4.Message
+	one    bool
+	oneBuf [1][]byte
+	oneOOB []byte
+	oneN   int
+	oneNN  int
+	oneFl  int
+	oneFr  netip.AddrPort
+	served int        // what held handed out
+	heldFn func() int // held, bound once
+
+	// err is an error a batch's later receive drew after earlier ones
+	// had filled messages: the kernel's own, reported by the next read,
+	// as recvmmsg(2) reports one after a partial batch.
+	err error
 }
 
 // enableGRO turns UDP_GRO on for an IP socket with no faults attached
@@ -94,42 +107,106 @@ func (c *UDPConn) groOn() bool {
 	return b != nil && b.gro.Load()
 }
 
-// readTrains fills ms from held trains or, when none are held, from the
-// kernel, waiting (unless flags has MSG_DONTWAIT) until something
-// arrives or ctx is done. b.rmu is held.
-func (c *UDPConn) readTrains(ctx context.Context, b *udpBatch, ms []ipv4.Message, flags int) (int, error) {
+// readTrains fills ms from held trains and the kernel without waiting:
+// after the held datagrams, it receives again while every slot came back
+// full and ms has room, so that a batch is as long as what is queued, up
+// to len(ms), as recvmmsg(2)'s is. EAGAIN when nothing was there. b.rmu
+// is held; callers wait (WaitReadable) with it released, so that a
+// reader waiting for a datagram holds up no other reader's context.
+func (c *UDPConn) readTrains(b *udpBatch, ms []ipv4.Message, flags int) (int, error) {
 	if flags&^unix.MSG_DONTWAIT != 0 {
 		// MSG_PEEK, MSG_ERRQUEUE…: their answer would be a train.
 		return 0, unix.EOPNOTSUPP
 	}
 	t := b.tr
-	t.dst, t.k = ms, min(len(ms), groSlots)
-	defer func() { t.dst = nil }()
-	for {
-		t.served = 0
-		n, err := c.fd.pfd.RecvMmsg(t.hs[:t.k], unix.MSG_DONTWAIT, t.heldFn)
-		if err == nil {
-			if t.served > 0 {
-				return t.served, nil
+	if err := t.takeErr(); err != nil {
+		return 0, err
+	}
+	got := 0
+	for got < len(ms) {
+		t.dst, t.k = ms[got:], min(len(ms)-got, groSlots)
+		n, more, err := c.receive(context.Background(), t)
+		t.dst = nil
+		if err != nil {
+			if got == 0 {
+				return 0, err
 			}
-			t.load(n)
-			return t.fill(ms), nil
+			if _, errno := err.(unix.Errno); errno && err != unix.EAGAIN {
+				t.err = err
+			}
+			break
 		}
-		t.release()
-		if err != unix.EAGAIN || flags&unix.MSG_DONTWAIT != 0 {
-			return 0, err
-		}
-		if err := c.fd.pfd.WaitReadable(ctx); err != nil {
-			return 0, err
+		got += n
+		if !more {
+			break
 		}
 	}
+	return got, nil
 }
 
-// held is RecvMmsg's hook: it hands held datagrams out to t.dst, or, with
-// none held, arms the slots for the kernel and returns 0.
+// readOneTrain hands out one datagram into p and oob from held trains or
+// the kernel, without waiting (EAGAIN). b.rmu is held.
+func (c *UDPConn) readOneTrain(ctx context.Context, b *udpBatch, p, oob []byte) (n, oobn, flags int, from netip.AddrPort, err error) {
+	t := b.tr
+	if err := t.takeErr(); err != nil {
+		return 0, 0, 0, netip.AddrPort{}, err
+	}
+	t.one, t.oneBuf[0], t.oneOOB, t.k = true, p, oob, 1
+	_, _, err = c.receive(ctx, t)
+	t.one, t.oneBuf[0], t.oneOOB = false, nil, nil
+	if err != nil {
+		return 0, 0, 0, netip.AddrPort{}, err
+	}
+	return t.oneN, t.oneNN, t.oneFl, t.oneFr, nil
+}
+
+// receive hands out held datagrams or, with none held, receives trains
+// (recvmmsg(2), MSG_DONTWAIT) and hands out from them, to t's target;
+// more reports that the kernel may hold more (nothing was held back and
+// every slot came back full). ctx bounds the wait for the read lock (a
+// ReadBatch or WaitRead may hold it, parked). rmu is held.
+func (c *UDPConn) receive(ctx context.Context, t *trains) (handed int, more bool, err error) {
+	t.served = 0
+	k := t.k
+	n, err := c.fd.pfd.RecvMmsgContext(ctx, t.hs[:k], unix.MSG_DONTWAIT, t.heldFn)
+	if err != nil {
+		t.release()
+		return 0, false, err
+	}
+	if t.served > 0 {
+		return t.served, !t.pending(), nil
+	}
+	t.load(n)
+	handed = t.serve()
+	return handed, n == k && !t.pending(), nil
+}
+
+// takeErr returns and forgets an error a partial batch left.
+func (t *trains) takeErr() error {
+	err := t.err
+	t.err = nil
+	return err
+}
+
+// serve hands held datagrams out to the call's target and returns how
+// many.
+func (t *trains) serve() int {
+	if !t.one {
+		return t.fill(t.dst)
+	}
+	if t.cur >= t.n {
+		return 0
+	}
+	t.oneFr = t.from
+	t.oneN, t.oneNN, t.oneFl = t.take(t.oneBuf[:], t.oneOOB)
+	return 1
+}
+
+// held is RecvMmsg's hook: it hands held datagrams out to the call's
+// target, or, with none held, arms the slots for the kernel and returns 0.
 func (t *trains) held() int {
 	if t.cur < t.n {
-		t.served = t.fill(t.dst)
+		t.served = t.serve()
 		return t.served
 	}
 	for i := range t.k {
@@ -181,7 +258,7 @@ func (t *trains) begin() {
 	t.off, t.size, t.seg = 0, int(h.Len), 0
 	t.flags = int(h.Hdr.Flags) & unix.MSG_CTRUNC
 	t.trunc = h.Hdr.Flags&unix.MSG_TRUNC != 0
-	t.ctl, t.nctl = t.ctlBuf[:0], 0
+	t.ctl = t.ctlBuf[:0]
 	data := t.oobs[t.cur][:h.Hdr.Controllen]
 	for len(data) > 0 {
 		hdr, body, rest, err := unix.ParseOneSocketControlMessage(data)
@@ -190,59 +267,86 @@ func (t *trains) begin() {
 		}
 		if hdr.Level == unix.IPPROTO_UDP && hdr.Type == unix.UDP_GRO && len(body) >= 4 {
 			t.seg = int(*(*int32)(unsafe.Pointer(&body[0])))
-		} else if t.nctl < len(t.ctlEnds) {
+		} else {
 			t.ctl = append(t.ctl, data[:len(data)-len(rest)]...)
-			t.ctlEnds[t.nctl] = len(t.ctl)
-			t.nctl++
 		}
 		data = rest
 	}
 	if t.seg <= 0 || t.seg > t.size {
 		t.seg = t.size // a datagram on its own
 	}
-	t.addr = udpSender(t.family, t.addr, &t.names[t.cur])
+	t.from = rawAddrPort(t.family, &t.names[t.cur])
+	t.addr = nil
 }
 
 // fill hands out held datagrams, one per message of ms, and returns how
-// many.
+// many. Each train's datagrams share one *net.UDPAddr, made for it.
 func (t *trains) fill(ms []ipv4.Message) int {
 	i := 0
 	for ; i < len(ms) && t.cur < t.n; i++ {
-		end := min(t.off+t.seg, t.size)
-		data := t.bufs[t.cur][t.off:end]
 		m := &ms[i]
-		m.N = scatter(m.Buffers, data)
-		m.Flags = t.flags
-		if m.N < len(data) || (t.trunc && end == t.size) {
-			m.Flags |= unix.MSG_TRUNC
-		}
-		var ctrunc bool
-		m.NN, ctrunc = t.copyCtl(m.OOB)
-		if ctrunc {
-			m.Flags |= unix.MSG_CTRUNC
+		if t.addr == nil {
+			t.addr = net.UDPAddrFromAddrPort(t.from)
 		}
 		m.Addr = t.addr
-		t.off = end
-		if t.off >= t.size {
-			t.cur++
-			t.begin()
-		}
+		m.N, m.NN, m.Flags = t.take(m.Buffers, m.OOB)
 	}
 	return i
 }
 
-// copyCtl copies the train's control messages that fit whole into oob,
-// as the kernel does, reporting whether any was left out.
-func (t *trains) copyCtl(oob []byte) (int, bool) {
-	n := 0
-	for j := range t.nctl {
-		if t.ctlEnds[j] > len(oob) {
+// take hands out the next held datagram: its payload scattered over
+// bufs, its train's control messages into oob. It returns the payload
+// and control bytes copied and the recvmsg flags.
+func (t *trains) take(bufs [][]byte, oob []byte) (n, nn, flags int) {
+	end := min(t.off+t.seg, t.size)
+	data := t.bufs[t.cur][t.off:end]
+	n = scatter(bufs, data)
+	flags = t.flags
+	if n < len(data) || (t.trunc && end == t.size) {
+		flags |= unix.MSG_TRUNC
+	}
+	var ctrunc bool
+	nn, ctrunc = t.copyCtl(oob)
+	if ctrunc {
+		flags |= unix.MSG_CTRUNC
+	}
+	t.off = end
+	if t.off >= t.size {
+		t.cur++
+		t.begin()
+	}
+	return n, nn, flags
+}
+
+// copyCtl copies the train's control messages into oob as the kernel's
+// put_cmsg(9) does: each message whole while it fits, its padding only
+// where there is room for it, and a message that does not fit truncated
+// to what room is left (its header's length saying so), while a header
+// fits at all. It returns the bytes used and whether anything was cut.
+func (t *trains) copyCtl(oob []byte) (n int, ctrunc bool) {
+	for ctl := t.ctl; len(ctl) > 0; {
+		h, _, rest, err := unix.ParseOneSocketControlMessage(ctl)
+		if err != nil {
 			break
 		}
-		n = t.ctlEnds[j]
+		room := len(oob) - n
+		if room < unix.SizeofCmsghdr {
+			return n, true
+		}
+		l := int(h.Len)
+		if room < l {
+			ctrunc, l = true, room
+			hdr := h
+			hdr.SetLen(l)
+			copy(oob[n:], (*[unix.SizeofCmsghdr]byte)(unsafe.Pointer(&hdr))[:])
+			copy(oob[n+unix.SizeofCmsghdr:n+l], ctl[unix.SizeofCmsghdr:l])
+		} else {
+			copy(oob[n:n+l], ctl[:l])
+		}
+		n += min(len(ctl)-len(rest), room)
+		ctl = rest
 	}
-	copy(oob, t.ctl[:n])
-	return n, n < len(t.ctl)
+	return n, ctrunc
 }
 
 // scatter copies data over bufs in order and returns the bytes copied.
@@ -257,21 +361,24 @@ func scatter(bufs [][]byte, data []byte) int {
 	return n
 }
 
-// readOne reads one datagram through the trains: every read method's
-// path once GRO is on.
+// readOne reads one datagram through the trains, waiting until one
+// arrives or ctx is done: every read method's path once GRO is on. It
+// holds b.rmu only while it takes a datagram, not while it waits.
 func (c *UDPConn) readOne(ctx context.Context, p, oob []byte) (n, oobn, flags int, addr netip.AddrPort, err error) {
 	b := c.batch.Load()
-	m := []ipv4.Message{{Buffers: [][]byte{p}, OOB: oob}}
-	b.rmu.Lock()
-	_, err = c.readTrains(ctx, b, m, 0)
-	b.rmu.Unlock()
-	if err != nil {
-		return 0, 0, 0, netip.AddrPort{}, err
+	for {
+		b.rmu.Lock()
+		n, oobn, flags, addr, err = c.readOneTrain(ctx, b, p, oob)
+		b.rmu.Unlock()
+		if err != unix.EAGAIN {
+			return n, oobn, flags, addr, err
+		}
+		if err := c.fd.pfd.WaitReadable(ctx); err != nil {
+			// -1: recvmsg(2) was made, and failed (EAGAIN), as net's
+			// ReadMsg reports a wait that then fails.
+			return -1, 0, 0, netip.AddrPort{}, err
+		}
 	}
-	if a, ok := m[0].Addr.(*net.UDPAddr); ok {
-		addr = a.AddrPort()
-	}
-	return m[0].N, m[0].NN, m[0].Flags, addr, nil
 }
 
 // heldReadable reports whether datagrams are held: WaitRead's answer
@@ -295,11 +402,10 @@ func (c *UDPConn) Read(b []byte) (int, error) {
 // ReadContext is Read whose wait also ends when ctx is done, with a
 // *net.OpError (Op "read") wrapping ctx.Err().
 func (c *UDPConn) ReadContext(ctx context.Context, b []byte) (int, error) {
-	if !c.groOn() {
+	if !c.groOn() || len(b) == 0 {
+		// A zero-length b reads nothing, after the closed check, as
+		// net's: the path without GRO does both.
 		return c.conn.ReadContext(ctx, b)
-	}
-	if len(b) == 0 {
-		return 0, nil
 	}
 	n, _, _, _, err := c.readOne(orBackground(ctx), b, nil)
 	if err != nil {

@@ -3,6 +3,7 @@
 package poll
 
 import (
+	"context"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -33,7 +34,13 @@ type Mmsghdr struct {
 // so that held datagrams keep the lock, the deadline and Close's
 // semantics of queued ones.
 func (fd *FD) RecvMmsg(hs []Mmsghdr, flags int, held func() int) (int, error) {
-	return fd.mmsg(pollfd.ModeRead, unix.SYS_RECVMMSG, hs, flags, held)
+	return fd.mmsg(context.Background(), pollfd.ModeRead, unix.SYS_RECVMMSG, hs, flags, held)
+}
+
+// RecvMmsgContext is RecvMmsg whose waits, for the read lock and for
+// data, also end when ctx is done, with ctx's error.
+func (fd *FD) RecvMmsgContext(ctx context.Context, hs []Mmsghdr, flags int, held func() int) (int, error) {
+	return fd.mmsg(ctx, pollfd.ModeRead, unix.SYS_RECVMMSG, hs, flags, held)
 }
 
 // SendMmsg wraps sendmmsg(2): under the write lock, it sends hs in order
@@ -45,11 +52,11 @@ func (fd *FD) RecvMmsg(hs []Mmsghdr, flags int, held func() int) (int, error) {
 // The fault layer acts on whole datagrams (a loss, a copy, a delay of
 // each): with faults attached, a caller sends one at a time (PerDatagram).
 func (fd *FD) SendMmsg(hs []Mmsghdr, flags int) (int, error) {
-	return fd.mmsg(pollfd.ModeWrite, unix.SYS_SENDMMSG, hs, flags, nil)
+	return fd.mmsg(context.Background(), pollfd.ModeWrite, unix.SYS_SENDMMSG, hs, flags, nil)
 }
 
 // mmsg is both: the batch call trap on hs, through ioLoop.
-func (fd *FD) mmsg(mode pollfd.Mode, trap uintptr, hs []Mmsghdr, flags int, held func() int) (int, error) {
+func (fd *FD) mmsg(ctx context.Context, mode pollfd.Mode, trap uintptr, hs []Mmsghdr, flags int, held func() int) (int, error) {
 	if len(hs) == 0 {
 		return 0, nil
 	}
@@ -58,7 +65,7 @@ func (fd *FD) mmsg(mode pollfd.Mode, trap uintptr, hs []Mmsghdr, flags int, held
 	if fd.keepsP() {
 		size = mmsgCapacity(hs)
 	}
-	_, err := fd.ioLoop(mode, nil, func() (int, error) {
+	_, err := fd.ioLoopContext(ctx, mode, nil, func() (int, error) {
 		if held != nil {
 			if got = held(); got > 0 {
 				return 0, nil

@@ -3,6 +3,7 @@
 package poll
 
 import (
+	"context"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -30,7 +31,13 @@ import (
 // attached, the fault layer makes the calls (ioHooked); stream sockets'
 // messages are not faulted.
 func (fd *FD) ioLoop(mode pollfd.Mode, out *datagram, call func() (int, error)) (int, error) {
-	if err := fd.lock(mode); err != nil {
+	return fd.ioLoopContext(context.Background(), mode, out, call)
+}
+
+// ioLoopContext is ioLoop whose waits, for the lock and for mode, also
+// end when ctx is done, with ctx's error.
+func (fd *FD) ioLoopContext(ctx context.Context, mode pollfd.Mode, out *datagram, call func() (int, error)) (int, error) {
+	if err := fd.lockContext(ctx, mode == pollfd.ModeRead); err != nil {
 		return 0, err
 	}
 	defer fd.unlock(mode)
@@ -49,7 +56,7 @@ func (fd *FD) ioLoop(mode pollfd.Mode, out *datagram, call func() (int, error)) 
 			continue
 		}
 		if err == unix.EAGAIN && fd.Pollable() {
-			if err = fd.Wait(mode); err == nil {
+			if err = fd.waitContext(ctx, mode); err == nil {
 				continue
 			}
 		}

@@ -1,0 +1,184 @@
+//go:build linux
+
+package gatenet_test
+
+// Once receive offload is on (a ReadBatch turned it on), every read
+// method still behaves as net's: contexts, closed checks, control
+// messages, batch lengths and senders, and WriteBatch's partial batches.
+
+import (
+	"context"
+	"errors"
+	"net"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/net/ipv4"
+	"golang.org/x/sys/unix"
+
+	"github.com/gatenet/gatenet"
+	"github.com/gatenet/gatenet/internal/testutil"
+)
+
+// groOn turns receive offload on for c: a ReadBatch with nothing queued.
+func groOn(t *testing.T, c *gatenet.UDPConn) {
+	t.Helper()
+	_, err := c.ReadBatch(batchMessages(1, 16), unix.MSG_DONTWAIT)
+	require.ErrorIs(t, err, unix.EAGAIN)
+	require.Equal(t, 1, groOption(t, c))
+}
+
+// groOption is c's UDP_GRO socket option.
+func groOption(t *testing.T, c syscall.Conn) int {
+	t.Helper()
+	rc, err := c.SyscallConn()
+	require.NoError(t, err)
+	var v int
+	var gerr error
+	require.NoError(t, rc.Control(func(fd uintptr) { v, gerr = unix.GetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_GRO) }))
+	require.NoError(t, gerr)
+	return v
+}
+
+// TestUDPGROContextNotHeldByReadBatch: a ReadContext or WaitRead whose
+// context ends while a ReadBatch is parked on the same socket returns
+// with the context's error; it waited for the ReadBatch before.
+func TestUDPGROContextNotHeldByReadBatch(t *testing.T) {
+	testutil.CheckLeaks(t)
+	rx, tx := listenUDPPair(t)
+	groOn(t, rx)
+	batch := make(chan error, 1)
+	go func() { _, err := rx.ReadBatch(batchMessages(4, 64), 0); batch <- err }()
+	for _, op := range []string{"ReadContext", "WaitRead"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		done := make(chan error, 1)
+		go func() {
+			var err error
+			if op == "ReadContext" {
+				_, err = rx.ReadContext(ctx, make([]byte, 64))
+			} else {
+				err = rx.WaitRead(ctx)
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			require.ErrorIs(t, err, context.DeadlineExceeded, op)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: still waiting 10 s after its context ended", op)
+		}
+		cancel()
+	}
+	_, err := tx.WriteTo([]byte("x"), rx.LocalAddr())
+	require.NoError(t, err)
+	require.NoError(t, <-batch)
+}
+
+// TestUDPGROControlMessagesAsNet: with IP_PKTINFO on, an OOB buffer of
+// exactly CMSG_LEN bytes gets the whole message and a shorter one a
+// truncated one, with the same oobn and flags as net's recvmsg(2).
+func TestUDPGROControlMessagesAsNet(t *testing.T) {
+	testutil.CheckLeaks(t)
+	pktinfo := func(c syscall.Conn) {
+		rc, err := c.SyscallConn()
+		require.NoError(t, err)
+		require.NoError(t, rc.Control(func(fd uintptr) {
+			require.NoError(t, unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_PKTINFO, 1))
+		}))
+	}
+	type result struct{ n, oobn, flags int }
+	read := func(c interface {
+		ReadMsgUDP(b, oob []byte) (int, int, int, *net.UDPAddr, error)
+		LocalAddr() net.Addr
+	}, size int) result {
+		tx, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		require.NoError(t, err)
+		defer tx.Close()
+		_, err = tx.WriteTo([]byte("hello"), c.LocalAddr())
+		require.NoError(t, err)
+		n, oobn, flags, _, err := c.ReadMsgUDP(make([]byte, 16), make([]byte, size))
+		require.NoError(t, err)
+		return result{n, oobn, flags}
+	}
+	exact := unix.CmsgLen(unix.SizeofInet4Pktinfo)
+	for _, size := range []int{exact, exact - 8, unix.CmsgSpace(unix.SizeofInet4Pktinfo)} {
+		nc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		require.NoError(t, err)
+		pktinfo(nc)
+		want := read(nc, size)
+		nc.Close()
+		gc, err := gatenet.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		require.NoError(t, err)
+		pktinfo(gc)
+		groOn(t, gc)
+		require.Equal(t, want, read(gc, size), "an OOB buffer of %d bytes", size)
+		gc.Close()
+	}
+}
+
+// TestUDPGROBatchAsLongAsQueued: ReadBatch returns as many queued
+// datagrams as ms has room for, as x/net's does: past the trains one
+// recvmmsg(2) takes.
+func TestUDPGROBatchAsLongAsQueued(t *testing.T) {
+	testutil.CheckLeaks(t)
+	rx, tx := listenUDPPair(t)
+	groOn(t, rx)
+	for i := range 20 {
+		_, err := tx.WriteTo([]byte{byte(i)}, rx.LocalAddr())
+		require.NoError(t, err)
+	}
+	ms := batchMessages(32, 16)
+	n, err := rx.ReadBatch(ms, 0)
+	require.NoError(t, err)
+	require.Equal(t, 20, n)
+	for i := range n {
+		require.Equal(t, []byte{byte(i)}, ms[i].Buffers[0][:ms[i].N])
+	}
+	// Separate datagrams do not share their sender's *net.UDPAddr.
+	require.NotSame(t, ms[0].Addr, ms[1].Addr)
+	require.Equal(t, ms[0].Addr, ms[1].Addr)
+}
+
+// TestUDPGROReadZeroLengthClosed: a zero-length Read on a closed conn
+// fails with net.ErrClosed, as net's does (the closed check comes first).
+func TestUDPGROReadZeroLengthClosed(t *testing.T) {
+	testutil.CheckLeaks(t)
+	rx, tx := listenUDPPair(t)
+	c, err := gatenet.DialUDP("udp4", nil, rx.LocalAddr().(*net.UDPAddr))
+	require.NoError(t, err)
+	groOn(t, c)
+	n, err := c.Read(nil)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.NoError(t, c.Close())
+	_, err = c.Read(nil)
+	require.ErrorIs(t, err, net.ErrClosed)
+	_ = tx
+}
+
+// TestUDPWriteBatch: WriteBatch leaves receive offload off (reads stay
+// as net's until a ReadBatch), and a destination it cannot convert after
+// the first message ends the batch short, with what went before it sent,
+// as x/net's does.
+func TestUDPWriteBatch(t *testing.T) {
+	testutil.CheckLeaks(t)
+	rx, tx := listenUDPPair(t)
+	ms := []ipv4.Message{
+		{Buffers: [][]byte{[]byte("one")}, Addr: rx.LocalAddr()},
+		{Buffers: [][]byte{[]byte("two")}, Addr: &net.UDPAddr{IP: net.IPv6loopback, Port: 9}},
+		{Buffers: [][]byte{[]byte("three")}, Addr: rx.LocalAddr()},
+	}
+	n, err := tx.WriteBatch(ms, 0)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Zero(t, groOption(t, tx))
+	b := make([]byte, 16)
+	k, _, err := rx.ReadFrom(b)
+	require.NoError(t, err)
+	require.Equal(t, "one", string(b[:k]))
+	_, err = tx.WriteBatch(ms[1:], 0)
+	var ae *net.AddrError
+	require.True(t, errors.As(err, &ae), "%v", err)
+}
