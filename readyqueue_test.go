@@ -395,3 +395,48 @@ func TestReadyQueueOneQueueAtATime(t *testing.T) {
 	q1.Remove(s)
 	require.NoError(t, q2.Add(s))
 }
+
+// TestReadyQueueEOFAfterShortRead: a client that writes a request and
+// closes at once sends the data and its FIN in one edge. The worker's
+// read takes the data, short of its buffer, and hands the conn back; the
+// end of stream, still to be read, raises no new edge, and was never
+// reported (the conn and its descriptor stayed with the queue for good).
+// Now Add looks, since the peer hung up, and the EOF is reported.
+func TestReadyQueueEOFAfterShortRead(t *testing.T) {
+	for _, network := range []string{"tcp", "unix"} {
+		t.Run(network, func(t *testing.T) {
+			testutil.CheckLeaks(t)
+			testutil.Watchdog(t, 2*time.Minute)
+			q := gatenet.NewReadyQueue()
+			defer q.Close()
+			done, cancel := context.WithCancel(context.Background())
+			cancel()
+			buf := make([]byte, 4096)
+			address := "127.0.0.1:0"
+			if network == "unix" {
+				address = t.TempDir() + "/s"
+			}
+			for range 10 {
+				c, s := testutil.Pair(t, network, address)
+				if network == "unix" {
+					address = t.TempDir() + "/s"
+				}
+				_, err := c.Write([]byte("GET / HTTP/1.0\r\n\r\n"))
+				require.NoError(t, err)
+				require.NoError(t, c.Close())
+				require.NoError(t, q.Add(s.(gatenet.Pollable)))
+				got, err := nextWithin(q, 10*time.Second)
+				require.NoError(t, err)
+				n, err := got.(gatenet.ContextIO).ReadContext(done, buf)
+				require.NoError(t, err)
+				require.Equal(t, 18, n)
+				require.NoError(t, q.Add(got))
+				got, err = nextWithin(q, 10*time.Second)
+				require.NoError(t, err, "the end of stream was not reported")
+				_, err = got.(gatenet.ContextIO).ReadContext(done, buf)
+				require.ErrorIs(t, err, io.EOF)
+				require.NoError(t, got.Close())
+			}
+		})
+	}
+}

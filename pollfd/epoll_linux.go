@@ -18,6 +18,9 @@ const registerEvents = unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPO
 const (
 	readEvents  = unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLHUP | unix.EPOLLERR
 	writeEvents = unix.EPOLLOUT | unix.EPOLLHUP | unix.EPOLLERR
+	// hangUpEvents are those after which a stream's reader meets an end
+	// of stream or an error, edge or no edge (Desc.hungUp).
+	hangUpEvents = unix.EPOLLRDHUP | unix.EPOLLHUP | unix.EPOLLERR
 )
 
 // eventBatch is how many events one epoll_wait fetches, as the runtime does.

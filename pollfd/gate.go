@@ -48,6 +48,10 @@ package pollfd
 //	closing  set once by Unblock, never cleared.
 //	closed   set once by Close.
 //	eventErr the last event was exactly EPOLLERR; any other event clears it.
+//	hungUp   an event carried EPOLLRDHUP, EPOLLHUP or EPOLLERR: the peer
+//	         shut down its writing, hung up or left an error, which a
+//	         read after the data will find. Set by deliver, never cleared:
+//	         none of these ends. Read without mu (hungUp).
 //	bubble   opened in a synctest bubble; durable: its waits may park
 //	         durably (bubble.go). Set under mu; durable cleared by
 //	         neverDurable.
@@ -176,7 +180,10 @@ import (
 	"github.com/gatenet/gatenet/internal/pollhook"
 )
 
-func init() { pollhook.Kick = (*Desc).kick }
+func init() {
+	pollhook.Kick = (*Desc).kick
+	pollhook.HungUp = (*Desc).hungUp
+}
 
 // Desc.state bits (see the top of this file).
 const (
@@ -186,6 +193,7 @@ const (
 	descInSet
 	descBubble  // opened in a synctest bubble (bubble.go)
 	descDurable // its waits may park durably (bubble.go)
+	descHungUp
 )
 
 // is reports whether state bit b is set.
@@ -509,6 +517,9 @@ func (d *Desc) deliver(events uint32) (woke int) {
 	d.mu.Lock()
 	d.shard.stats.events.Add(1)
 	d.setLocked(descEventErr, events == unix.EPOLLERR)
+	if events&hangUpEvents != 0 {
+		d.setLocked(descHungUp, true)
+	}
 	if events&readEvents != 0 {
 		d.rg.ready = true
 		if d.wakeEdgeLocked(&d.rg) || (d.is(descDurable) && d.fromOutsideLocked(&d.rg) && d.wakeLocked(&d.rg)) {
@@ -534,6 +545,13 @@ func (d *Desc) deliver(events uint32) (woke int) {
 	d.mu.Unlock()
 	return woke
 }
+
+// hungUp reports whether an event said the peer shut down its writing,
+// hung up or left an error (descHungUp): a short read of a stream then
+// does not mean that nothing is left to read, since the end of stream or
+// the error is still to come, with no new edge to announce it
+// (internal/poll's noteDrained).
+func (d *Desc) hungUp() bool { return d.is(descHungUp) }
 
 // kick wakes mode's waiter as an edge would, with no event behind it: the
 // waiter retries its system call, which may find nothing and park again,

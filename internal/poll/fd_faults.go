@@ -312,6 +312,9 @@ func dirOf(mode pollfd.Mode) faultinject.Dir {
 // internal/pollhook. Every kick of the fault layer goes through here.
 var kick = pollhook.Kick.(func(*pollfd.Desc, pollfd.Mode))
 
+// hungUp is pollfd's Desc.hungUp (noteDrained, fd_wait.go).
+var hungUp = pollhook.HungUp.(func(*pollfd.Desc) bool)
+
 // kickAfter wakes mode's waiter after d (at once for d ≤ 0).
 func (fd *FD) kickAfter(mode pollfd.Mode, d time.Duration) {
 	pd := fd.pd

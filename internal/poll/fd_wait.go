@@ -170,6 +170,11 @@ func (fd *FD) IsStream() bool { return fd.isStream }
 // is in Ready, and Watch reports it. Any later Prepare on the read side
 // clears the record.
 //
+// Not after the peer shut down its writing, hung up or left an error
+// (pollfd's hungUp): the data and the FIN, say, came in one edge, the
+// short read took the data, and the end of stream, still to be read,
+// raises no new edge. Watch then looks, and reports it.
+//
 // Unless a read since the last Watch filled its buffer (flagFilled): the
 // conn is streaming, its next bytes have likely come while the worker
 // wrote the last ones back, and their edge is in the kernel's ready list
@@ -182,8 +187,12 @@ func (fd *FD) noteDrained(n, size int, err error) {
 		return
 	}
 	switch {
-	case err == unix.EAGAIN || (err == nil && n > 0 && n < size):
+	case err == unix.EAGAIN:
 		fd.flags.Or(flagDrained)
+	case err == nil && n > 0 && n < size:
+		if fd.pd == nil || !hungUp(fd.pd) {
+			fd.flags.Or(flagDrained)
+		}
 	case err == nil && n == size && fd.flags.Load()&flagFilled == 0:
 		fd.flags.Or(flagFilled)
 	}

@@ -11,6 +11,11 @@ package pollhook
 // internal/poll asserts it once into a typed variable.
 var Kick any
 
+// HungUp is pollfd's Desc.hungUp, a func(*pollfd.Desc) bool typed as Kick
+// is: an event said the peer shut down its writing, hung up or left an
+// error, so a short read of a stream may not have emptied it.
+var HungUp any
+
 // The bubble hooks, pollfd's durable parks in testing/synctest bubbles
 // (pollfd/bubble.go), typed as Kick is:
 //
