@@ -198,10 +198,11 @@ func (q *ReadyQueue) Remove(p Pollable) {
 		return
 	}
 	m, _ := fd.WatchCookie(q.list).(*member)
-	fd.Unwatch()
-	if m != nil {
-		q.closeIfClosing(m)
+	if m == nil {
+		fd.Unwatch()
+		return
 	}
+	q.remove(m)
 }
 
 // Next waits for a watched connection to become readable (data, end of

@@ -8,6 +8,7 @@ package gatenet_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -179,4 +180,55 @@ func TestReadyQueueCloseWhenFlushedNoQueue(t *testing.T) {
 	}
 	var q *gatenet.ReadyQueue
 	require.Error(t, q.CloseWhenFlushed(nil))
+}
+
+// TestReadyQueueRemoveDuringFlush: Remove while a Next is sending the
+// member's held output, the worker having handed it back. A flush under
+// way used to end its hold after Remove returned and watch the member
+// again, so another queue's Add failed ("already in another ReadyQueue")
+// and q reported the member again (about 5% of rounds). Remove now waits
+// for the flush.
+func TestReadyQueueRemoveDuringFlush(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 5*time.Minute)
+	for i := range 100 {
+		q := gatenet.NewReadyQueue()
+		require.NoError(t, q.SetOutputLimit(0))
+		c, s := testutil.TCPPair(t)
+		require.NoError(t, q.Add(s))
+		_, err := c.Write([]byte("x"))
+		require.NoError(t, err)
+		_, err = nextWithin(q, time.Minute)
+		require.NoError(t, err)
+		_, err = io.ReadFull(s, make([]byte, 1))
+		require.NoError(t, err)
+		_, err = q.Write(s, make([]byte, 4<<20+i*997))
+		require.NoError(t, err)
+		require.NoError(t, q.Add(s)) // held: the flush that ends the hold watches s again
+		flushed := make(chan struct{})
+		go func() { // Next sends the output as c reads it
+			defer close(flushed)
+			for {
+				if _, err := q.Next(context.Background()); err != nil {
+					return
+				}
+			}
+		}()
+		read := make(chan struct{})
+		go func() {
+			defer close(read)
+			c.SetReadDeadline(time.Now().Add(time.Minute))
+			io.Copy(io.Discard, c)
+		}()
+		time.Sleep(time.Duration(i%30) * 100 * time.Microsecond) // a different point of the flush each round
+		q.Remove(s)
+		q2 := gatenet.NewReadyQueue()
+		require.NoError(t, q2.Add(s), "round %d: still watched after Remove", i)
+		q2.Close()
+		require.NoError(t, s.Close())
+		<-read
+		q.Close()
+		<-flushed
+		c.Close()
+	}
 }

@@ -72,6 +72,13 @@ var (
 // as net.Conn's do. On a closed q, or a closed p, Write fails with an
 // error for which errors.Is(err, net.ErrClosed) holds (os.ErrClosed for a
 // File).
+//
+// Write p through q only, not also through p's own Write while output
+// waits: that one does not queue behind q's output, and, parked for room,
+// it takes the write edge q waits for. A write deadline set on p ends
+// p's own writes and a Write made after it passed, not the sending of
+// output already kept: to bound a peer that stops reading, Remove or
+// close p on a timer of your own (Buffered says what waits).
 func (q *ReadyQueue) Write(p Pollable, b []byte) (int, error) {
 	fd, err := q.descriptorOf("write", p)
 	if err != nil {
@@ -301,15 +308,18 @@ func (s *closingSet) take() map[*member]struct{} {
 	return ms
 }
 
-// closeIfClosing closes m's conn if it was given to CloseWhenFlushed and
-// its output still waits: for Remove, after which nothing sends it.
-func (q *ReadyQueue) closeIfClosing(m *member) {
-	o := m.out.Load()
-	if o == nil {
-		return
-	}
+// remove is Remove for a member. Under m.mu, so that a flush under way,
+// which holds it across its send and may watch m again when it ends a
+// hold (release), is over first: it drops the output and unwatches m. A
+// member given to CloseWhenFlushed whose output still waited is closed.
+func (q *ReadyQueue) remove(m *member) {
 	m.mu.Lock()
-	closing := o.closing && len(o.buf) > 0
+	closing := false
+	if o := m.out.Load(); o != nil {
+		closing = o.closing && len(o.buf) > 0
+		o.buf, o.held, o.back = nil, false, false
+	}
+	m.fd.Unwatch()
 	m.mu.Unlock()
 	if closing {
 		q.closing.forget(m)
@@ -338,7 +348,9 @@ func (q *ReadyQueue) Buffered(p Pollable) int {
 
 // SetOutputLimit sets how many bytes Write may keep for one member before
 // the queue stops reporting it readable (256 KiB for a new queue). A
-// limit of 0 holds a member's reads as soon as any output waits.
+// limit of 0 holds a member's reads as soon as any output waits. A new
+// limit applies from each member's next Write: one already held stays
+// held until its output is sent.
 func (q *ReadyQueue) SetOutputLimit(n int) error {
 	if q == nil || q.list == nil {
 		return &net.OpError{Op: "set", Err: errNoQueue}
