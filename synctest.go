@@ -112,6 +112,13 @@ func (fd *netFD) bubbleConnected(ra net.Addr) {
 	mine, theirs := connKeys(fd)
 	var wake []*netFD
 	bubbles.mu.Lock()
+	if mine != "" && theirs == "" && fd.family == unix.AF_UNIX {
+		// A dialled Unix end learnt no peer: not accepted yet when it
+		// asked. The accepted end may have looked for it since, not found
+		// it and recorded itself: ask again under the lock, which that end
+		// held to record itself, so one of the two finds the other.
+		mine, theirs = connKeys(fd)
+	}
 	if mine != "" {
 		if ref := bubbles.halves[theirs]; ref.Value() != nil {
 			delete(bubbles.halves, theirs)
