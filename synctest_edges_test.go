@@ -54,6 +54,7 @@ func TestSynctestEdges(t *testing.T) {
 		"TestSynctestChildLockInBubble",
 		"TestSynctestChildDeadlineOutsideReader",
 		"TestSynctestChildContextFromOutside", // synctest_ctx_test.go
+		"TestSynctestChildFaultDelays",
 	} {
 		t.Run(name, func(t *testing.T) {
 			out := testutil.RunChild(t, name, synctestChildEnv)

@@ -87,7 +87,7 @@ func (in *injector) Begin(d faultinject.Dir) step {
 		if l.Jitter > 0 {
 			delay += time.Duration(s.coins.Int64N(int64(l.Jitter)))
 		}
-		if t := time.Now().Add(delay); t.After(s.until) {
+		if t := faultinject.Now().Add(delay); t.After(s.until) {
 			s.until = t
 		}
 		in.event(kindLatency, dir, s, int(delay/time.Microsecond), nil)
@@ -117,7 +117,7 @@ func (in *injector) before(dir Dir) step {
 	if s.shut {
 		return step{Err: syscall.EPIPE}
 	}
-	now := time.Now()
+	now := faultinject.Now()
 	if now.Before(s.until) {
 		return in.waitUntil(s, now)
 	}
@@ -224,7 +224,7 @@ func (in *injector) Passed(d faultinject.Dir, n int) shutdown {
 		s.chunkLeft = max(s.chunkLeft-n, 0)
 	}
 	if b := p.bandwidth; b > 0 {
-		now := time.Now()
+		now := faultinject.Now()
 		if s.paceAt.Before(now) {
 			s.paceAt = now
 		}

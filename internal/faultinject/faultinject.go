@@ -85,3 +85,10 @@ type Injector interface {
 // init: faults imports this package, so this one cannot name its type
 // (as grpc's internal package does for its hooks).
 var New func(f any, fd int, t Traffic) (Injector, error)
+
+// Now is the injectors' clock: time.Now, unless the descriptor layer sets
+// a real one (internal/poll does, on Linux: in a testing/synctest bubble
+// time.Now is the bubble's fake clock, which never moves while a faulted
+// wait lasts, since such waits are never durable, so a delay measured on
+// it would never end).
+var Now = time.Now

@@ -315,6 +315,41 @@ var kick = pollhook.Kick.(func(*pollfd.Desc, pollfd.Mode))
 // hungUp is pollfd's Desc.hungUp (noteDrained, fd_wait.go).
 var hungUp = pollhook.HungUp.(func(*pollfd.Desc) bool)
 
+// The fault layer's delays are on the real clock, in a testing/synctest
+// bubble too, where a faulted descriptor's waits are never durable (Inject)
+// and so the bubble's clock does not move while they last: the injectors
+// read the monotonic clock from the kernel (faultinject.Now), and a delay
+// of a bubble's descriptor ends in a goroutine that sleeps in the kernel
+// (afterReal) rather than on a timer, which would be the bubble's.
+func init() { faultinject.Now = monotonicNow }
+
+// monotonicNow is CLOCK_MONOTONIC as a time.Time: only its differences
+// mean anything, which is all the injectors use.
+func monotonicNow() time.Time {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
+		return time.Now()
+	}
+	return time.Unix(ts.Unix())
+}
+
+// afterReal runs f after d on the real clock: time.AfterFunc, but for a
+// descriptor of a bubble a goroutine asleep in nanosleep(2), which the
+// bubble does not count as durably blocked and whose sleep its fake
+// clock does not shorten.
+func (fd *FD) afterReal(d time.Duration, f func()) {
+	if fd.flags.Load()&flagBubble == 0 && (fd.pd == nil || !descInBubble(fd.pd)) {
+		time.AfterFunc(d, f)
+		return
+	}
+	go func() {
+		ts := unix.NsecToTimespec(int64(d))
+		for unix.Nanosleep(&ts, &ts) == unix.EINTR {
+		}
+		f()
+	}()
+}
+
 // kickAfter wakes mode's waiter after d (at once for d ≤ 0).
 func (fd *FD) kickAfter(mode pollfd.Mode, d time.Duration) {
 	pd := fd.pd
@@ -322,7 +357,7 @@ func (fd *FD) kickAfter(mode pollfd.Mode, d time.Duration) {
 		kick(pd, mode)
 		return
 	}
-	time.AfterFunc(d, func() { kick(pd, mode) })
+	fd.afterReal(d, func() { kick(pd, mode) })
 }
 
 // shut does to the socket what a ResetAfter or CloseAfter asks for. A TCP
@@ -397,7 +432,7 @@ func (d *datagram) detached() (*datagram, bool) {
 // sendLater sends d after delay, if fd is still open then; an error is
 // dropped, as the network would drop the datagram.
 func (fd *FD) sendLater(delay time.Duration, d *datagram) {
-	time.AfterFunc(delay, func() {
+	fd.afterReal(delay, func() {
 		if fd.Incref() != nil {
 			return
 		}
