@@ -258,15 +258,8 @@ func (fd *FD) lockContext(ctx context.Context, read bool) error {
 	return nil
 }
 
-// lock takes mode's lock: the read lock for ModeRead, else the write lock.
-func (fd *FD) lock(mode pollfd.Mode) error {
-	if mode == pollfd.ModeRead {
-		return fd.readLock()
-	}
-	return fd.writeLock()
-}
-
-// unlock releases the lock lock(mode) took.
+// unlock releases mode's lock, taken by lockContext: the read lock for
+// ModeRead, else the write lock.
 func (fd *FD) unlock(mode pollfd.Mode) {
 	if mode == pollfd.ModeRead {
 		fd.readUnlock()
