@@ -70,6 +70,7 @@ type config struct {
 	trace     string // -child only: an execution trace of the round
 	readBuf   int    // every server's read buffer
 	connect   string // -child bulk-apart only: be the clients, of the server at this address
+	cc        string // -congestion
 }
 
 func main() {
@@ -92,6 +93,7 @@ func run(args []string, stdout, stderr io.Writer, stdin io.Reader) error {
 	fs.IntVar(&cfg.conns, "conns", echoConns, "echo-many's connections")
 	fs.IntVar(&cfg.idle, "idle", idleConns, "idle's connections")
 	fs.IntVar(&cfg.readBuf, "readbuf", defaultReadBuf, "every server's read buffer, in bytes: gnet's per event loop, nbio's per poller, the ReadyQueue's per worker")
+	fs.StringVar(&cfg.cc, "congestion", "", "TCP congestion control for every socket, the clients' and the servers' (e.g. cubic, bbr); empty: the kernel's default")
 	fs.StringVar(&cfg.child, "child", "", "internal: run one round of this workload in this process")
 	fs.StringVar(&cfg.server, "server", "", "internal: the child's server ("+strings.Join(serverNames, ", ")+")")
 	fs.StringVar(&cfg.connect, "connect", "", "internal: with -child bulk-apart, run its clients against this address")
@@ -106,6 +108,10 @@ func run(args []string, stdout, stderr io.Writer, stdin io.Reader) error {
 	if cfg.rounds < 1 || cfg.duration <= 0 || cfg.conns < 1 || cfg.idle < 1 || cfg.readBuf < 1 {
 		return errors.New("-rounds, -duration, -conns, -idle and -readbuf must be positive")
 	}
+	if err := checkCongestion(cfg.cc); err != nil {
+		return err
+	}
+	congestion = cfg.cc
 	if cfg.child != "" {
 		return runChild(cfg, stdout, stdin)
 	}
@@ -239,7 +245,8 @@ type child struct {
 // against srv.
 func childArgs(cfg config, w, srv string) []string {
 	return []string{"-child", w, "-server", srv, "-duration", cfg.duration.String(),
-		"-conns", fmt.Sprint(cfg.conns), "-idle", fmt.Sprint(cfg.idle), "-readbuf", fmt.Sprint(cfg.readBuf)}
+		"-conns", fmt.Sprint(cfg.conns), "-idle", fmt.Sprint(cfg.idle), "-readbuf", fmt.Sprint(cfg.readBuf),
+		"-congestion", cfg.cc}
 }
 
 // startChild starts exe with args, killed when ctx is done.
@@ -343,12 +350,13 @@ func runParent(cfg config, stdout, stderr io.Writer) error {
 		Rounds:   cfg.rounds,
 		Duration: cfg.duration.String(),
 		ReadBuf:  cfg.readBuf,
+		TCPCC:    congestionInUse(),
 		Servers:  serverNames,
 	}
 	fmt.Fprintf(stdout, "# eventbench: a gatenet ReadyQueue echo server against gnet and nbio\n\n")
 	fmt.Fprintf(stdout, "%s. Load average at the start: %s.\n", rep.Machine, rep.LoadAvg[0])
-	fmt.Fprintf(stdout, "%d interleaved round(s) (%s), each in a fresh process; %v measured per round of each throughput workload; read buffers of %d bytes.\n",
-		cfg.rounds, strings.Join(serverNames, ", "), cfg.duration, cfg.readBuf)
+	fmt.Fprintf(stdout, "%d interleaved round(s) (%s), each in a fresh process; %v measured per round of each throughput workload; read buffers of %d bytes; TCP congestion control %s.\n",
+		cfg.rounds, strings.Join(serverNames, ", "), cfg.duration, cfg.readBuf, rep.TCPCC)
 	for _, w := range selected {
 		byServer := map[string][]result{}
 		for round := 1; round <= cfg.rounds; round++ {

@@ -76,7 +76,11 @@ func startReadyQueue(workers, readBuf int) (server, error) {
 				return
 			}
 			s.open.Add(1)
-			if err := s.q.Add(c.(gatenet.Pollable)); err != nil {
+			err = setConnCongestion(c) // checked by run: not expected to fail
+			if err == nil {
+				err = s.q.Add(c.(gatenet.Pollable))
+			}
+			if err != nil {
 				c.Close()
 				s.open.Add(-1)
 			}

@@ -48,6 +48,7 @@ type report struct {
 	LoadAvg  []string `json:"loadavg"` // at the start and at the end
 	Rounds   int      `json:"rounds"`
 	Duration string   `json:"duration"`
+	TCPCC    string   `json:"tcp_congestion"` // every socket's congestion control
 	ReadBuf  int      `json:"read_buf"`
 	Servers  []string `json:"servers"`
 	Elapsed  string   `json:"elapsed"`

@@ -84,8 +84,11 @@ func (s *gnetEcho) OnBoot(eng gnet.Engine) gnet.Action {
 	return gnet.None
 }
 
-func (s *gnetEcho) OnOpen(gnet.Conn) ([]byte, gnet.Action) {
+func (s *gnetEcho) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	s.open.Add(1)
+	if setCongestionFd(c.Fd()) != nil { // checked by run: not expected
+		return nil, gnet.Close
+	}
 	return nil, gnet.None
 }
 
@@ -212,7 +215,12 @@ func startNbio(readBuf int) (server, error) {
 			return l, err
 		},
 	})
-	s.eng.OnOpen(func(*nbio.Conn) { s.open.Add(1) })
+	s.eng.OnOpen(func(c *nbio.Conn) {
+		s.open.Add(1)
+		if setConnCongestion(c) != nil { // checked by run: not expected
+			c.Close()
+		}
+	})
 	s.eng.OnClose(func(*nbio.Conn, error) { s.open.Add(-1) })
 	s.eng.OnData(func(c *nbio.Conn, data []byte) {
 		c.Write(data)

@@ -88,9 +88,11 @@ func extra(key string) func(result) float64 {
 	return func(r result) float64 { return r.Extra[key] }
 }
 
-// dial is every client's dial: the standard library's, over tcp4.
+// dial is every client's dial: the standard library's, over tcp4, with
+// -congestion's algorithm if one is set.
 func dial(addr string) (net.Conn, error) {
-	return net.DialTimeout("tcp4", addr, dialTimeout)
+	d := net.Dialer{Timeout: dialTimeout, Control: func(_, _ string, c syscall.RawConn) error { return setCongestion(c) }}
+	return d.Dial("tcp4", addr)
 }
 
 // isEndOfConn reports whether err is a peer's ordinary goodbye: EOF, or a
