@@ -73,7 +73,8 @@ type ReadyQueue struct {
 	list        *pollfd.ReadyList
 	outputLimit atomic.Int64
 	closed      atomic.Bool // Close was called: Add and Write fail
-	closing     closingSet  // readyqueue_write.go
+	closing     memberSet   // given to CloseWhenFlushed, output waiting (readyqueue_write.go)
+	held        memberSet   // read reports held past the output limit
 }
 
 // defaultOutputLimit is a new queue's output limit: four reads of the

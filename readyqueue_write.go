@@ -5,7 +5,9 @@ package gatenet
 import (
 	"context"
 	"errors"
+	"maps"
 	"net"
+	"slices"
 	"sync"
 )
 
@@ -33,7 +35,11 @@ import (
 // The queue owns a conn given to CloseWhenFlushed: if the queue cannot
 // send its output any more (Close, Remove), it closes the conn at once,
 // dropping what waits, as a send that fails does. Until then the queue
-// keeps such members in closing, the one set of members it lists.
+// keeps such members in closing. It lists one other set, held: the
+// members whose reads a Write held past the limit, which a raised limit
+// releases at once (SetOutputLimit). Members are added to a set under
+// their mu; a walk of a set takes each member's mu after the set's, so
+// no lock is held in both orders.
 
 // noWait is a context already done: a write with it sends what the socket
 // takes now and returns the count with context.Canceled instead of
@@ -138,8 +144,9 @@ func (q *ReadyQueue) Write(p Pollable, b []byte) (int, error) {
 // Write's result. Called with m.mu held.
 func (q *ReadyQueue) keep(m *member, o *output, b []byte, sent int) (int, error) {
 	o.buf = append(o.buf, b[sent:]...)
-	if len(o.buf) > int(q.outputLimit.Load()) {
+	if !o.held && len(o.buf) > int(q.outputLimit.Load()) {
 		o.held = true
+		q.held.add(q, m) // fails only on a closed q, whose Write failed already
 	}
 	if err := m.fd.WatchWrite(q.list, o.held); err != nil {
 		o.buf = nil
@@ -184,6 +191,7 @@ func (q *ReadyQueue) flush(m *member) {
 	switch {
 	case closing:
 		o.buf, o.err = nil, net.ErrClosed
+		q.held.forget(m)
 	case err == nil:
 		o.buf = nil
 		q.release(m, o)
@@ -205,6 +213,9 @@ func (q *ReadyQueue) flush(m *member) {
 // held arms them (Watch); otherwise they are as the hold found them, armed
 // or the holding worker's (ReleaseReads). Called with m.mu held.
 func (q *ReadyQueue) release(m *member, o *output) {
+	if o.held {
+		q.held.forget(m)
+	}
 	switch {
 	case o.back:
 		o.held, o.back = false, false
@@ -258,9 +269,11 @@ func (q *ReadyQueue) CloseWhenFlushed(p Pollable) error {
 	return nil
 }
 
-// closingSet is the members given to CloseWhenFlushed whose output still
-// waits: the queue closes them if it can no longer send it (Close).
-type closingSet struct {
+// memberSet is a set of members the queue must find again: those given
+// to CloseWhenFlushed whose output still waits (closing), which Close
+// closes, and those whose reads are held (held), which a raised limit
+// releases.
+type memberSet struct {
 	mu      sync.Mutex
 	members map[*member]struct{}
 	shut    bool // Close took the members: add refuses
@@ -269,8 +282,8 @@ type closingSet struct {
 
 // add records m, unless Close came first. It also forgets members whose
 // watch ended without a flush (their conn was closed, or moved), so that
-// the set holds only what Close must close.
-func (s *closingSet) add(q *ReadyQueue, m *member) bool {
+// the set holds only members still watched.
+func (s *memberSet) add(q *ReadyQueue, m *member) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.shut {
@@ -291,15 +304,22 @@ func (s *closingSet) add(q *ReadyQueue, m *member) bool {
 	return true
 }
 
-// forget drops m: its output is sent, or it is closed.
-func (s *closingSet) forget(m *member) {
+// forget drops m: its output is sent, its hold ended, or it is closed.
+func (s *memberSet) forget(m *member) {
 	s.mu.Lock()
 	delete(s.members, m)
 	s.mu.Unlock()
 }
 
-// take returns the members for Close to close, and refuses every later add.
-func (s *closingSet) take() map[*member]struct{} {
+// list returns the members now in the set.
+func (s *memberSet) list() []*member {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Collect(maps.Keys(s.members))
+}
+
+// take returns the members, for Close, and refuses every later add.
+func (s *memberSet) take() map[*member]struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.shut = true
@@ -317,6 +337,9 @@ func (q *ReadyQueue) remove(m *member) {
 	closing := false
 	if o := m.out.Load(); o != nil {
 		closing = o.closing && len(o.buf) > 0
+		if o.held {
+			q.held.forget(m)
+		}
 		o.buf, o.held, o.back = nil, false, false
 	}
 	m.fd.Unwatch()
@@ -348,9 +371,9 @@ func (q *ReadyQueue) Buffered(p Pollable) int {
 
 // SetOutputLimit sets how many bytes Write may keep for one member before
 // the queue stops reporting it readable (256 KiB for a new queue). A
-// limit of 0 holds a member's reads as soon as any output waits. A new
-// limit applies from each member's next Write: one already held stays
-// held until its output is sent.
+// limit of 0 holds a member's reads as soon as any output waits. A raised
+// limit releases at once every held member whose output is now within
+// it; a lowered one holds a member from its next Write.
 func (q *ReadyQueue) SetOutputLimit(n int) error {
 	if q == nil || q.list == nil {
 		return &net.OpError{Op: "set", Err: errNoQueue}
@@ -358,6 +381,14 @@ func (q *ReadyQueue) SetOutputLimit(n int) error {
 	if n < 0 {
 		return &net.OpError{Op: "set", Err: errors.New("gatenet: negative output limit")}
 	}
-	q.outputLimit.Store(int64(n))
+	if old := q.outputLimit.Swap(int64(n)); int64(n) > old {
+		for _, m := range q.held.list() {
+			m.mu.Lock()
+			if o := m.out.Load(); o != nil && o.held && !o.closing && len(o.buf) <= n {
+				q.release(m, o)
+			}
+			m.mu.Unlock()
+		}
+	}
 	return nil
 }

@@ -317,6 +317,63 @@ func TestReadyQueueHoldEndsMidTurn(t *testing.T) {
 	}
 }
 
+// TestReadyQueueRaisedLimitReleases: a member held past the output limit,
+// whose peer reads nothing, is reported readable as soon as a raised
+// limit covers its output, not only once that output is sent.
+func TestReadyQueueRaisedLimitReleases(t *testing.T) {
+	q, c, s := watchedPair(t)
+	require.NoError(t, q.SetOutputLimit(0))
+	_, err := c.Write([]byte("a"))
+	require.NoError(t, err)
+	p, err := nextWithin(q, time.Minute)
+	require.NoError(t, err)
+	require.Same(t, s, p)
+
+	const size = 8 << 20 // past what the sockets' buffers take: output waits
+	_, err = q.Write(s, make([]byte, size))
+	require.NoError(t, err)
+	require.Positive(t, q.Buffered(s))
+	require.NoError(t, q.Add(s)) // handed back while held
+	_, err = c.Write([]byte("b"))
+	require.NoError(t, err)
+	got := make(chan gatenet.Pollable, 1)
+	go func() {
+		if p, err := nextWithin(q, time.Minute); err == nil {
+			got <- p
+		}
+	}()
+	select {
+	case p := <-got:
+		t.Fatalf("%v reported while held", p)
+	case <-time.After(100 * time.Millisecond):
+	}
+
+	require.NoError(t, q.SetOutputLimit(size/2)) // raised, but not past what waits
+	select {
+	case p := <-got:
+		t.Fatalf("%v reported with more output waiting than the limit", p)
+	case <-time.After(100 * time.Millisecond):
+	}
+	require.NoError(t, q.SetOutputLimit(2*size))
+	select {
+	case p := <-got:
+		require.Same(t, s, p)
+	case <-time.After(time.Minute):
+		t.Fatal("still held after the limit was raised past its output")
+	}
+	require.Positive(t, q.Buffered(s)) // released unsent
+
+	// Its next Write past the limit holds it again.
+	require.NoError(t, q.SetOutputLimit(0))
+	_, err = q.Write(s, []byte("c"))
+	require.NoError(t, err)
+	require.NoError(t, q.Add(s))
+	_, err = c.Write([]byte("d"))
+	require.NoError(t, err)
+	_, err = nextWithin(q, 100*time.Millisecond)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
 // TestReadyQueueWriteFailureReachesWorker: a peer that resets while output
 // waits: the failed send is reported, and the worker closes the conn.
 func TestReadyQueueWriteFailureReachesWorker(t *testing.T) {
