@@ -81,10 +81,12 @@ var (
 //
 // Write p through q only, not also through p's own Write while output
 // waits: that one does not queue behind q's output, and, parked for room,
-// it takes the write edge q waits for. A write deadline set on p ends
-// p's own writes and a Write made after it passed, not the sending of
-// output already kept: to bound a peer that stops reading, Remove or
-// close p on a timer of your own (Buffered says what waits).
+// it takes the write edge q waits for. A write deadline set on p
+// (SetWriteDeadline) bounds the output too: once it passes with output
+// waiting, a Next drops that output as a send that failed, with the
+// deadline's error (errors.Is(err, os.ErrDeadlineExceeded)), which Write
+// and Add then return; a p given to CloseWhenFlushed is closed. That is
+// how a server bounds a peer that stops reading.
 func (q *ReadyQueue) Write(p Pollable, b []byte) (int, error) {
 	fd, err := q.descriptorOf("write", p)
 	if err != nil {

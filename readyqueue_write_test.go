@@ -374,6 +374,70 @@ func TestReadyQueueRaisedLimitReleases(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 }
 
+// TestReadyQueueWriteDeadlineBoundsOutput: output waiting for a peer that
+// reads nothing is dropped when the member's write deadline passes, and
+// the worker hears of it from Write and Add; a member given to
+// CloseWhenFlushed is closed then. Deadlines set in the future and in the
+// past both count.
+func TestReadyQueueWriteDeadlineBoundsOutput(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		close bool          // CloseWhenFlushed instead of Add
+		in    time.Duration // the deadline, from now
+	}{
+		{"future", false, 50 * time.Millisecond},
+		{"past", false, -time.Second},
+		{"closing/future", true, 50 * time.Millisecond},
+		{"closing/past", true, -time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q, c, s := watchedPair(t)
+			_, err := c.Write([]byte("a"))
+			require.NoError(t, err)
+			p, err := nextWithin(q, time.Minute)
+			require.NoError(t, err)
+			require.Same(t, s, p)
+
+			_, err = q.Write(s, make([]byte, 8<<20)) // past what the buffers take
+			require.NoError(t, err)
+			require.Positive(t, q.Buffered(s))
+			if tc.close {
+				require.NoError(t, q.CloseWhenFlushed(s))
+			} else {
+				require.NoError(t, q.Add(s))
+			}
+			nexts := make(chan error, 1)
+			go func() { // the worker: its Next sends, or drops, the output
+				_, err := nextWithin(q, time.Minute)
+				nexts <- err
+			}()
+			require.NoError(t, s.SetWriteDeadline(time.Now().Add(tc.in)))
+
+			if tc.close {
+				// s is closed, with c still reading nothing; then c reads
+				// what was sent, and the end.
+				for limit := time.Now().Add(time.Minute); s.SetReadDeadline(time.Time{}) == nil; time.Sleep(time.Millisecond) {
+					if time.Now().After(limit) {
+						t.Fatal("not closed a minute after its write deadline")
+					}
+				}
+				require.ErrorIs(t, s.SetReadDeadline(time.Time{}), net.ErrClosed)
+				require.NoError(t, c.SetReadDeadline(time.Now().Add(time.Minute)))
+				_, err := io.Copy(io.Discard, c)
+				if err != nil {
+					require.ErrorIs(t, err, syscall.ECONNRESET)
+				}
+				return
+			}
+			require.NoError(t, <-nexts) // s, reported so that its worker hears
+			require.Zero(t, q.Buffered(s))
+			_, err = q.Write(s, []byte("b"))
+			require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+			require.ErrorIs(t, q.Add(s), os.ErrDeadlineExceeded)
+		})
+	}
+}
+
 // TestReadyQueueWriteFailureReachesWorker: a peer that resets while output
 // waits: the failed send is reported, and the worker closes the conn.
 func TestReadyQueueWriteFailureReachesWorker(t *testing.T) {
@@ -425,6 +489,32 @@ func TestReadyQueueWriteInBubble(t *testing.T) {
 		fake = time.Since(start)
 	})
 	t.Logf("4 MiB read 256 KiB at a time, a second apart: fake time %v, wall time %v", fake, time.Since(wall))
+}
+
+// TestReadyQueueWriteDeadlineInBubble: in a synctest bubble, a write
+// deadline on a member whose peer reads nothing ends its output on the
+// fake clock, and Next, asleep meanwhile, wakes for it.
+func TestReadyQueueWriteDeadlineInBubble(t *testing.T) {
+	testutil.Watchdog(t, 2*time.Minute)
+	synctest.Test(t, func(t *testing.T) {
+		q := gatenet.NewReadyQueue()
+		defer q.Close()
+		_, s := testutil.TCPPair(t)
+		require.NoError(t, q.Add(s))
+		_, err := q.Write(s, make([]byte, 8<<20))
+		require.NoError(t, err)
+		require.Positive(t, q.Buffered(s))
+		start := time.Now()
+		require.NoError(t, s.SetWriteDeadline(start.Add(time.Hour)))
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
+		defer cancel()
+		p, err := q.Next(ctx) // the flush fails at the deadline: s is reported
+		require.NoError(t, err)
+		require.Same(t, s, p)
+		require.Equal(t, time.Hour, time.Since(start))
+		require.ErrorIs(t, q.Add(s), os.ErrDeadlineExceeded)
+		require.Zero(t, q.Buffered(s))
+	})
 }
 
 // TestReadyQueueMisuse: bad input to a queue gets net's errors, never a

@@ -154,6 +154,7 @@ func (d *Desc) setDeadlineLocked(g *gate, rel time.Duration, now int64, fake boo
 	case rel < 0:
 		g.dl.cancel()
 		g.expired = true
+		d.writeExpiredLocked(g)
 		return d.wakeLocked(g)
 	}
 	g.expired = false
@@ -201,6 +202,7 @@ func (d *Desc) deadlineFired(g *gate, made uint32) {
 	}
 	g.expired = true
 	gt.deadline = 0
+	d.writeExpiredLocked(g)
 	// Counted before the wake, so a waiter that returns ErrTimeout always
 	// finds its timer in Stats.
 	d.shard.stats.timerFires.Add(1)

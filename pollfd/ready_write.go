@@ -9,13 +9,20 @@ package pollfd
 // in the Desc's watch, under its mu:
 //
 //	WatchWrite       writeArmed = true (unless writeQueued); and if the
-//	                 write gate's Ready is set (an edge since its Prepare):
-//	                 queued at once. With holdReads, holdReads = true.
+//	                 write gate's Ready is set (an edge since its Prepare)
+//	                 or its deadline expired: queued at once. With
+//	                 holdReads, holdReads = true.
 //	write edge, no writer parked, writeArmed
 //	                 writeArmed = false, writeQueued = true, appended to
 //	                 the list as a write report
 //	write edge, a writer parked
 //	                 the writer gets it (the gate's wake); writeArmed stays
+//	write deadline expires, writeArmed
+//	                 queued, as a write edge with no writer parked is
+//	                 (and a parked writer is woken, with ErrTimeout): the
+//	                 flush that follows fails with the deadline's error,
+//	                 so a deadline bounds output held for a peer that
+//	                 stops reading
 //	NextEvent        pops a write report: writeQueued = false
 //	Watch            holdReads = false
 //	ReleaseReads     holdReads = false; an armed Desc with the read gate's
@@ -72,7 +79,7 @@ func (d *Desc) WatchWrite(l *ReadyList, holdReads bool) error {
 		return nil
 	}
 	w.writeArmed = true
-	if d.wg.ready {
+	if d.wg.ready || d.wg.expired {
 		d.reportWriteLocked()
 		return nil
 	}
@@ -117,6 +124,15 @@ func (d *Desc) reportWriteLocked() {
 	}
 	w.writeArmed, w.writeQueued = false, true
 	w.list.push(report{d: d, write: true})
+}
+
+// writeExpiredLocked reports d's write edge to its list, if one waits for
+// it, when g, the gate whose deadline expired, is d's write gate. Called
+// with d.mu held.
+func (d *Desc) writeExpiredLocked(g *gate) {
+	if g == &d.wg {
+		d.reportWriteLocked()
+	}
 }
 
 // writeDurableLocked reports whether a writer of d parked now could park
