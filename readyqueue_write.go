@@ -80,8 +80,9 @@ var (
 // File).
 //
 // Write p through q only, not also through p's own Write while output
-// waits: that one does not queue behind q's output, and, parked for room,
-// it takes the write edge q waits for. A write deadline set on p
+// waits: that one does not queue behind q's output, so the two may
+// interleave their bytes (both are sent; neither waits for good). A
+// write deadline set on p
 // (SetWriteDeadline) bounds the output too: once it passes with output
 // waiting, a Next drops that output as a send that failed, with the
 // deadline's error (errors.Is(err, os.ErrDeadlineExceeded)), which Write

@@ -438,6 +438,38 @@ func TestReadyQueueWriteDeadlineBoundsOutput(t *testing.T) {
 	}
 }
 
+// TestReadyQueueMixedWritesNotStranded: a write through the member's own
+// Write, parked for room while q's output waits, does not take the room
+// q waits for: when the peer reads, both are sent, and nothing waits for
+// good. (Their bytes may interleave: Write's doc says to write through q
+// only.)
+func TestReadyQueueMixedWritesNotStranded(t *testing.T) {
+	for round := range 5 {
+		q, c, s := watchedPair(t)
+		const size = 4 << 20 // past what the buffers take
+		_, err := q.Write(s, make([]byte, size))
+		require.NoError(t, err)
+		require.Positive(t, q.Buffered(s))
+		nexts := make(chan struct{})
+		go func() { // the worker: its Next sends q's output
+			defer close(nexts)
+			nextWithin(q, time.Minute)
+		}()
+		wrote := make(chan error, 1)
+		go func() {
+			_, err := s.Write(make([]byte, size+round*1000)) // parks for room
+			wrote <- err
+		}()
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(time.Minute)))
+		n, err := io.CopyN(io.Discard, c, int64(2*size+round*1000))
+		require.NoError(t, err, "round %d: read %d of %d bytes, %d still in the queue", round, n, 2*size+round*1000, q.Buffered(s))
+		require.NoError(t, <-wrote)
+		require.Zero(t, q.Buffered(s))
+		q.Close()
+		<-nexts
+	}
+}
+
 // TestReadyQueueWriteFailureReachesWorker: a peer that resets while output
 // waits: the failed send is reported, and the worker closes the conn.
 func TestReadyQueueWriteFailureReachesWorker(t *testing.T) {

@@ -169,6 +169,7 @@ type watch struct {
 
 	writeArmed  bool // ready_write.go
 	writeQueued bool
+	writeKick   bool // NotifyWritable came while not writeArmed
 	holdReads   bool
 }
 

@@ -17,6 +17,14 @@ package pollfd
 //	                 the list as a write report
 //	write edge, a writer parked
 //	                 the writer gets it (the gate's wake); writeArmed stays
+//	NotifyWritable   the descriptor's own writer released its write lock
+//	                 after it parked for room, or after a flush found the
+//	                 lock held (internal/poll's writeUnlock and wantWrite):
+//	                 if writeArmed, queued as a write edge with no writer
+//	                 parked is, since that writer may have taken every
+//	                 edge the list waited for; if not, and a flush found
+//	                 the lock held (kick), writeKick = true, and the
+//	                 WatchWrite that follows queues d at once
 //	write deadline expires, writeArmed
 //	                 queued, as a write edge with no writer parked is
 //	                 (and a parked writer is woken, with ErrTimeout): the
@@ -75,11 +83,13 @@ func (d *Desc) WatchWrite(l *ReadyList, holdReads bool) error {
 	if holdReads {
 		w.holdReads = true
 	}
+	kick := w.writeKick
+	w.writeKick = false
 	if w.writeQueued {
 		return nil
 	}
 	w.writeArmed = true
-	if d.wg.ready || d.wg.expired {
+	if d.wg.ready || d.wg.expired || kick {
 		d.reportWriteLocked()
 		return nil
 	}
@@ -110,6 +120,27 @@ func (d *Desc) ReleaseReads() {
 		w.holdReads = false
 		if d.rg.ready {
 			d.reportLocked()
+		}
+	}
+	d.mu.Unlock()
+}
+
+// NotifyWritable tells the list watching d that d's own writer released
+// its write lock: a writer through d's own Write may have taken every
+// write edge the list's output waited for, so an armed list hears of one
+// now; kick says a flush found the lock held (and so never wrote), and
+// makes the list's next WatchWrite report at once. A spurious report
+// costs one write that finds no room.
+func (d *Desc) NotifyWritable(kick bool) {
+	if d.unopened() {
+		return
+	}
+	d.mu.Lock()
+	if w := d.watchLocked(); w != nil {
+		if w.writeArmed {
+			d.reportWriteLocked()
+		} else if kick {
+			w.writeKick = true
 		}
 	}
 	d.mu.Unlock()

@@ -53,7 +53,8 @@ type FD struct {
 	// flags: flagBlocking, O_NONBLOCK cleared (Close neither waits nor
 	// interrupts); flagFaults, a fault layer is attached (fd_faults.go);
 	// flagBubble, paired with its peer in a synctest bubble (fd_bubble.go);
-	// flagWatched, flagDrained and flagFilled, a ReadyList's (fd_wait.go);
+	// flagWatched, flagDrained, flagFilled, flagWriteWanted and
+	// flagWriteWaited, a ReadyList's (fd_wait.go);
 	// flagPrivate, a socket whose reads and writes may keep the P
 	// (fd_sys.go).
 	flags atomic.Uint32
@@ -71,6 +72,8 @@ const (
 	// was made non-blocking here; the last close puts it back, for the
 	// other holders of its open file description (RestoreBlockingOnClose).
 	flagRestoreBlocking
+	flagWriteWanted // a write with its context done found the write lock held (fd_wait.go)
+	flagWriteWaited // the write lock's holder parked for room on a watched descriptor (fd_wait.go)
 )
 
 // AnyShard lets the poller choose the shard (round-robin).
@@ -230,6 +233,15 @@ func (fd *FD) writeLock() error { return fd.lockContext(context.Background(), fa
 func (fd *FD) writeUnlock() {
 	if fd.mu.rwunlock(false) {
 		fd.destroy()
+		return
+	}
+	// Read after the unlock, as wantWrite reads the lock after its want.
+	if f := fd.flags.Load(); f&(flagWriteWanted|flagWriteWaited) != 0 {
+		f = fd.flags.And(^uint32(flagWriteWanted | flagWriteWaited))
+		// If a Close came meanwhile and the registration went to another
+		// descriptor, this report is a spurious one, which its list's
+		// flush survives (pollfd's contract 5).
+		fd.pd.NotifyWritable(f&flagWriteWanted != 0)
 	}
 }
 
@@ -249,6 +261,9 @@ func (fd *FD) writeLockContext(ctx context.Context) error {
 // a synctest bubble only on a descriptor paired there (fdSema).
 func (fd *FD) lockContext(ctx context.Context, read bool) error {
 	ok, err := fd.mu.rwlockContext(ctx, read, fd.flags.Load()&flagBubble != 0)
+	for err != nil && !read && fd.wantWrite() {
+		ok, err = fd.mu.rwlockContext(ctx, read, fd.flags.Load()&flagBubble != 0)
+	}
 	if err != nil {
 		return err
 	}
@@ -303,6 +318,9 @@ func (fd *FD) Wait(mode pollfd.Mode) error {
 func (fd *FD) waitContext(ctx context.Context, mode pollfd.Mode) error {
 	if fd.pd == nil {
 		return errWaitUnsupported
+	}
+	if mode == pollfd.ModeWrite && fd.flags.Load()&flagWatched != 0 && ctx.Err() == nil {
+		fd.flags.Or(flagWriteWaited) // the edges it takes, a ReadyList may wait for (writeUnlock)
 	}
 	var err error
 	if ctx.Done() == nil {

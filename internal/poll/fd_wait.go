@@ -131,6 +131,28 @@ func (fd *FD) WatchWrite(l *pollfd.ReadyList, holdReads bool) error {
 	return convertPollErr(fd.pd.WatchWrite(l, holdReads), fd.isFile)
 }
 
+// wantWrite is a write's answer to finding the write lock held with its
+// context done, on a watched descriptor: a ReadyList's flush of the output
+// it holds writes that way, and must not then wait for good for a write
+// edge that the lock's holder, a writer through the descriptor's own
+// Write, may take. It records the want (flagWriteWanted), which the
+// holder's writeUnlock turns into a report at the list's next WatchWrite
+// (pollfd.Desc.NotifyWritable), and looks at the lock again: if it is
+// free by now, the holder may have unlocked before the want was recorded,
+// and wantWrite reports true for the caller to try the lock again. Either
+// the holder sees the want or the caller sees the lock free (both atomics
+// are sequentially consistent), so the want is never lost. A writer
+// that parks for room on a watched descriptor (flagWriteWaited) has its
+// writeUnlock tell the list too: it may have taken every write edge the
+// list's output waited for.
+func (fd *FD) wantWrite() bool {
+	if fd.flags.Load()&flagWatched == 0 {
+		return false
+	}
+	fd.flags.Or(flagWriteWanted)
+	return fd.mu.state.Load()&fdmWLock == 0
+}
+
 // WatchCookie returns the value l's Watch was given for the descriptor,
 // nil if l does not watch it.
 func (fd *FD) WatchCookie(l *pollfd.ReadyList) any {
