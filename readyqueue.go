@@ -22,7 +22,13 @@ import (
 // Readable means a Read would not block: data has arrived, or the peer
 // closed or hung up, or an error is pending. So Next reports end of file
 // and hang-ups too, and the worker's read returns io.EOF or the error: it
-// closes the connection then, and does not Add it again.
+// closes the connection then, and does not Add it again. A report says
+// what was so when it was made, as an epoll edge does: the bytes it
+// announces may already have been taken by the read before the Add (an
+// edge that came while that read was under way), so a Read after Next
+// can find nothing, and a blocking one would then park. Workers read
+// without blocking, as below; one that does block should bound the read
+// with a deadline.
 //
 // A connection is not reported again while it is being read: it becomes
 // eligible again when a Read on it hits "would block" and parks (so the
@@ -207,7 +213,8 @@ func (q *ReadyQueue) Remove(p Pollable) {
 }
 
 // Next waits for a watched connection to become readable (data, end of
-// file, a hang-up or an error) and returns it (the value given to Add), or
+// file, a hang-up or an error; a report may be stale, see ReadyQueue) and
+// returns it (the value given to Add), or
 // returns ctx's error (bare), or net.ErrClosed after Close. Concurrent
 // calls each get a different report. A conn with queued output that
 // became writable is not returned: Next sends its output (without
