@@ -81,6 +81,17 @@ func (w *echoWorkers) Stop() {
 	w.wg.Wait()
 }
 
+// takeFromPeer makes s, watched by q, readable from its peer c and takes
+// its report, as a worker's Next does: the caller then holds s.
+func takeFromPeer(t *testing.T, q *gatenet.ReadyQueue, c, s net.Conn) {
+	t.Helper()
+	_, err := c.Write([]byte("a"))
+	require.NoError(t, err)
+	p, err := nextWithin(q, time.Minute)
+	require.NoError(t, err)
+	require.Same(t, s, p)
+}
+
 // residentBytes is /proc/self/statm's resident set.
 func residentBytes(t *testing.T) int64 {
 	t.Helper()
@@ -280,13 +291,9 @@ func TestReadyQueueCloseWhenFlushed(t *testing.T) {
 func TestReadyQueueHoldEndsMidTurn(t *testing.T) {
 	q, c, s := watchedPair(t)
 	require.NoError(t, q.SetOutputLimit(0))
-	_, err := c.Write([]byte("a"))
-	require.NoError(t, err)
-	p, err := nextWithin(q, time.Minute)
-	require.NoError(t, err)
-	require.Same(t, s, p) // this test is the worker holding s now
+	takeFromPeer(t, q, c, s) // this test is the worker holding s now
 
-	_, err = q.Write(s, make([]byte, 8<<20))
+	_, err := q.Write(s, make([]byte, 8<<20))
 	require.NoError(t, err)
 	require.Positive(t, q.Buffered(s))
 	got := make(chan gatenet.Pollable, 1)
@@ -323,14 +330,10 @@ func TestReadyQueueHoldEndsMidTurn(t *testing.T) {
 func TestReadyQueueRaisedLimitReleases(t *testing.T) {
 	q, c, s := watchedPair(t)
 	require.NoError(t, q.SetOutputLimit(0))
-	_, err := c.Write([]byte("a"))
-	require.NoError(t, err)
-	p, err := nextWithin(q, time.Minute)
-	require.NoError(t, err)
-	require.Same(t, s, p)
+	takeFromPeer(t, q, c, s)
 
 	const size = 8 << 20 // past what the sockets' buffers take: output waits
-	_, err = q.Write(s, make([]byte, size))
+	_, err := q.Write(s, make([]byte, size))
 	require.NoError(t, err)
 	require.Positive(t, q.Buffered(s))
 	require.NoError(t, q.Add(s)) // handed back while held
@@ -392,13 +395,9 @@ func TestReadyQueueWriteDeadlineBoundsOutput(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q, c, s := watchedPair(t)
-			_, err := c.Write([]byte("a"))
-			require.NoError(t, err)
-			p, err := nextWithin(q, time.Minute)
-			require.NoError(t, err)
-			require.Same(t, s, p)
+			takeFromPeer(t, q, c, s)
 
-			_, err = q.Write(s, make([]byte, 8<<20)) // past what the buffers take
+			_, err := q.Write(s, make([]byte, 8<<20)) // past what the buffers take
 			require.NoError(t, err)
 			require.Positive(t, q.Buffered(s))
 			if tc.close {
