@@ -269,5 +269,6 @@ func (q *ReadyQueue) Close() error {
 	for m := range q.closing.take() {
 		m.p.Close()
 	}
+	q.held.take() // nothing is held any more: the outputs are dropped
 	return nil
 }

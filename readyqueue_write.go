@@ -81,13 +81,14 @@ var (
 //
 // Write p through q only, not also through p's own Write while output
 // waits: that one does not queue behind q's output, so the two may
-// interleave their bytes (both are sent; neither waits for good). A
-// write deadline set on p
-// (SetWriteDeadline) bounds the output too: once it passes with output
-// waiting, a Next drops that output as a send that failed, with the
-// deadline's error (errors.Is(err, os.ErrDeadlineExceeded)), which Write
-// and Add then return; a p given to CloseWhenFlushed is closed. That is
-// how a server bounds a peer that stops reading.
+// interleave their bytes (both are sent; neither waits for good).
+//
+// A write deadline set on p (SetWriteDeadline) bounds the output too:
+// once it passes with output waiting, a Next drops that output as a send
+// that failed, with the deadline's error (errors.Is(err,
+// os.ErrDeadlineExceeded)), which Write and Add then return; a p given
+// to CloseWhenFlushed is closed. That is how a server bounds a peer that
+// stops reading.
 func (q *ReadyQueue) Write(p Pollable, b []byte) (int, error) {
 	fd, err := q.descriptorOf("write", p)
 	if err != nil {
