@@ -26,7 +26,7 @@ import (
 // udpBatch is a UDPConn's state for ReadBatch and WriteBatch, made by
 // the first of them and kept for the conn's life.
 type udpBatch struct {
-	rmu      sync.Mutex // the readers': rx, trains and groTried
+	rmu      poll.ContextMutex // the readers': rx, trains and groTried
 	rx       mmsgScratch
 	groTried bool        // the first ReadBatch tried to turn UDP_GRO on
 	gro      atomic.Bool // UDP_GRO is on: every read goes through trains

@@ -363,11 +363,14 @@ func scatter(bufs [][]byte, data []byte) int {
 
 // readOne reads one datagram through the trains, waiting until one
 // arrives or ctx is done: every read method's path once GRO is on. It
-// holds b.rmu only while it takes a datagram, not while it waits.
+// holds b.rmu only while it takes a datagram, not while it waits, and
+// its wait for b.rmu ends with ctx too.
 func (c *UDPConn) readOne(ctx context.Context, p, oob []byte) (n, oobn, flags int, addr netip.AddrPort, err error) {
 	b := c.batch.Load()
 	for {
-		b.rmu.Lock()
+		if err := b.rmu.LockContext(ctx); err != nil {
+			return 0, 0, 0, netip.AddrPort{}, err // another reader holds the trains
+		}
 		n, oobn, flags, addr, err = c.readOneTrain(ctx, b, p, oob)
 		b.rmu.Unlock()
 		if err != unix.EAGAIN {

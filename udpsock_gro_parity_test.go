@@ -76,6 +76,39 @@ func TestUDPGROContextNotHeldByReadBatch(t *testing.T) {
 	require.NoError(t, <-batch)
 }
 
+// TestUDPGROContextNotHeldByAnotherReader: with a ReadBatch parked and a
+// first ReadContext waiting behind it, a second ReadContext whose context
+// ends returns with the context's error; it waited for the first before.
+func TestUDPGROContextNotHeldByAnotherReader(t *testing.T) {
+	testutil.CheckLeaks(t)
+	rx, _ := listenUDPPair(t)
+	groOn(t, rx)
+	batch := make(chan error, 1)
+	go func() { _, err := rx.ReadBatch(batchMessages(4, 64), 0); batch <- err }()
+	first := make(chan error, 1)
+	go func() { // waits for the ReadBatch, its context never done
+		_, err := rx.ReadContext(context.Background(), make([]byte, 64))
+		first <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // both parked, most runs: not needed to pass
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	second := make(chan error, 1)
+	go func() {
+		_, err := rx.ReadContext(ctx, make([]byte, 64))
+		second <- err
+	}()
+	select {
+	case err := <-second:
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+	case <-time.After(10 * time.Second):
+		t.Fatal("still waiting 10 s after its context ended")
+	}
+	require.NoError(t, rx.Close()) // ends the other two
+	require.ErrorIs(t, <-batch, net.ErrClosed)
+	require.ErrorIs(t, <-first, net.ErrClosed)
+}
+
 // TestUDPGROControlMessagesAsNet: with IP_PKTINFO on, an OOB buffer of
 // exactly CMSG_LEN bytes gets the whole message and a shorter one a
 // truncated one, with the same oobn and flags as net's recvmsg(2).
