@@ -42,15 +42,23 @@ func groOption(t *testing.T, c syscall.Conn) int {
 	return v
 }
 
+// parkedReadBatch is a GRO-on pair whose rx has a ReadBatch of its own
+// parked (most runs: it may not have parked yet), which reports on batch.
+func parkedReadBatch(t *testing.T) (rx, tx *gatenet.UDPConn, batch <-chan error) {
+	t.Helper()
+	testutil.CheckLeaks(t)
+	rx, tx = listenUDPPair(t)
+	groOn(t, rx)
+	ch := make(chan error, 1)
+	go func() { _, err := rx.ReadBatch(batchMessages(4, 64), 0); ch <- err }()
+	return rx, tx, ch
+}
+
 // TestUDPGROContextNotHeldByReadBatch: a ReadContext or WaitRead whose
 // context ends while a ReadBatch is parked on the same socket returns
 // with the context's error; it waited for the ReadBatch before.
 func TestUDPGROContextNotHeldByReadBatch(t *testing.T) {
-	testutil.CheckLeaks(t)
-	rx, tx := listenUDPPair(t)
-	groOn(t, rx)
-	batch := make(chan error, 1)
-	go func() { _, err := rx.ReadBatch(batchMessages(4, 64), 0); batch <- err }()
+	rx, tx, batch := parkedReadBatch(t)
 	for _, op := range []string{"ReadContext", "WaitRead"} {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		done := make(chan error, 1)
@@ -80,11 +88,7 @@ func TestUDPGROContextNotHeldByReadBatch(t *testing.T) {
 // first ReadContext waiting behind it, a second ReadContext whose context
 // ends returns with the context's error; it waited for the first before.
 func TestUDPGROContextNotHeldByAnotherReader(t *testing.T) {
-	testutil.CheckLeaks(t)
-	rx, _ := listenUDPPair(t)
-	groOn(t, rx)
-	batch := make(chan error, 1)
-	go func() { _, err := rx.ReadBatch(batchMessages(4, 64), 0); batch <- err }()
+	rx, _, batch := parkedReadBatch(t)
 	first := make(chan error, 1)
 	go func() { // waits for the ReadBatch, its context never done
 		_, err := rx.ReadContext(context.Background(), make([]byte, 64))
