@@ -28,6 +28,7 @@ import (
 	"testing"
 
 	"github.com/gatenet/gatenet"
+	"github.com/gatenet/gatenet/faults"
 	"github.com/gatenet/gatenet/internal/benchharness"
 	"github.com/gatenet/gatenet/internal/testutil"
 	"github.com/gatenet/gatenet/pollfd"
@@ -103,6 +104,30 @@ func benchTCPPingPong(b *testing.B, s tcpStack) {
 	echoDone := benchharness.Echo(a, a, tcpPingSize) // ends when c closes
 	defer a.Close()
 	benchRoundTrips(b, c, c, tcpPingSize, echoDone)
+}
+
+// BenchmarkTCPPingPongFaulted is BenchmarkTCPPingPong with a fault
+// attached to both of gatenet's ends that never changes a call (a slicer
+// of 1 MiB pieces on 64-byte messages): the cost of the fault layer's
+// decision, one per system call, against net's unfaulted round trip.
+func BenchmarkTCPPingPongFaulted(b *testing.B) {
+	for _, s := range tcpStacks() {
+		b.Run(s.name, func(b *testing.B) {
+			testutil.CheckLeaks(b)
+			c, a := tcpPair(b, s)
+			if s.name == "gatenet" {
+				f := faults.New(1, faults.Slicer{Min: 1 << 20, Max: 1 << 20})
+				for _, x := range []net.Conn{c, a} {
+					if err := gatenet.InjectFaults(x.(gatenet.Pollable), f); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			echoDone := benchharness.Echo(a, a, tcpPingSize)
+			defer a.Close()
+			benchRoundTrips(b, c, c, tcpPingSize, echoDone)
+		})
+	}
 }
 
 // BenchmarkTCPBulk streams 128 KiB writes through one connection to a

@@ -108,6 +108,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gatenet/gatenet/internal/pollhook"
+	"github.com/gatenet/gatenet/internal/realclock"
 )
 
 func init() {
@@ -515,7 +516,7 @@ func (d *Desc) realClockSlotLocked(g *gate) *parkSlot {
 	if !inBubble() {
 		// Outside the bubble its clock cannot be read: what is left is
 		// what the real clock has left of the deadline's span.
-		left = time.Duration(gt.realDeadline - realNanotime())
+		left = time.Duration(gt.realDeadline - realclock.Nanotime())
 	}
 	// os.File deadlines are the runtime poller's, on the real clock: it
 	// measures left from the bubble's now.
@@ -525,14 +526,6 @@ func (d *Desc) realClockSlotLocked(g *gate) *parkSlot {
 	}
 	s.deadline, s.dl = true, gt.seq
 	return s
-}
-
-// realNanotime is CLOCK_MONOTONIC, which a bubble does not fake (its
-// time.Now and timers are its own).
-func realNanotime() int64 {
-	var ts unix.Timespec
-	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return ts.Nano()
 }
 
 // realClockCtxSlotLocked is realClockSlotLocked for a cancellable wait: a

@@ -44,6 +44,8 @@ package pollfd
 import (
 	"math"
 	"time"
+
+	"github.com/gatenet/gatenet/internal/realclock"
 )
 
 // gateTimer is a gate's deadline timer and its generation. Guarded by the
@@ -182,7 +184,7 @@ func (d *Desc) setDeadlineLocked(g *gate, rel time.Duration, now int64, fake boo
 		gt.timer.Reset(rel)
 	}
 	if fake {
-		gt.realDeadline = realNanotime() + int64(rel)
+		gt.realDeadline = realclock.Nanotime() + int64(rel)
 	}
 	if g.waiting && g.durable && (!fake || bubble != d.bubbleOf()) {
 		d.wakeLocked(g) // its bubble could idle past this deadline: park again (bubble.go)

@@ -9,6 +9,8 @@ package faultinject
 import (
 	"syscall"
 	"time"
+
+	"github.com/gatenet/gatenet/internal/realclock"
 )
 
 // Dir is a direction, as package faults numbers it: what the descriptor
@@ -86,9 +88,8 @@ type Injector interface {
 // (as grpc's internal package does for its hooks).
 var New func(f any, fd int, t Traffic) (Injector, error)
 
-// Now is the injectors' clock: time.Now, unless the descriptor layer sets
-// a real one (internal/poll does, on Linux: in a testing/synctest bubble
-// time.Now is the bubble's fake clock, which never moves while a faulted
-// wait lasts, since such waits are never durable, so a delay measured on
-// it would never end).
-var Now = time.Now
+// Now is the injectors' clock: the machine's monotonic clock, not
+// time.Now, which in a testing/synctest bubble is the bubble's fake clock.
+// That clock never moves while a faulted wait lasts, since such waits are
+// never durable, so a delay measured on it would never end.
+func Now() time.Time { return realclock.Now() }

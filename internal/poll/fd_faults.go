@@ -318,20 +318,9 @@ var hungUp = pollhook.HungUp.(func(*pollfd.Desc) bool)
 // The fault layer's delays are on the real clock, in a testing/synctest
 // bubble too, where a faulted descriptor's waits are never durable (Inject)
 // and so the bubble's clock does not move while they last: the injectors
-// read the monotonic clock from the kernel (faultinject.Now), and a delay
-// of a bubble's descriptor ends in a goroutine that sleeps in the kernel
+// read the machine's monotonic clock (faultinject.Now), and a delay of a
+// bubble's descriptor ends in a goroutine that sleeps in the kernel
 // (afterReal) rather than on a timer, which would be the bubble's.
-func init() { faultinject.Now = monotonicNow }
-
-// monotonicNow is CLOCK_MONOTONIC as a time.Time: only its differences
-// mean anything, which is all the injectors use.
-func monotonicNow() time.Time {
-	var ts unix.Timespec
-	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
-		return time.Now()
-	}
-	return time.Unix(ts.Unix())
-}
 
 // afterReal runs f after d on the real clock: time.AfterFunc, but for a
 // descriptor of a bubble a goroutine asleep in nanosleep(2), which the
