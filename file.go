@@ -399,15 +399,25 @@ func (f *File) ReadFrom(r io.Reader) (int64, error) {
 }
 
 // WriteTo copies the File to w until EOF, as io.WriterTo; with splice(2)
-// when both are pipes or gatenet stream sockets, with ReadFrom's errors.
+// when both are pipes or gatenet stream sockets. The errors are the
+// standard library's for the pair, which copies through a buffer: the
+// failing end's Read or Write error; for a TCP conn, inside its ReadFrom's
+// "readfrom" error, since os hands the copy to the conn's ReadFrom (where
+// gatenet's splices).
 func (f *File) WriteTo(w io.Writer) (int64, error) {
 	if err := f.checkValid("read"); err != nil {
 		return 0, err
 	}
+	if tc, ok := w.(*TCPConn); ok && spliceEnd(f) != nil {
+		return tc.ReadFrom(f)
+	}
 	if dst, src := spliceEnd(w), spliceEnd(f); dst != nil && src != nil {
 		if n, err, handled, srcErr := poll.SpliceEnds(dst, src, 0); handled {
-			if wf, ok := w.(*File); ok {
-				return n, fileCopyError(f, wf, err, srcErr)
+			switch d := w.(type) {
+			case *File:
+				return n, fileCopyError(f, d, err, srcErr)
+			case *UnixConn:
+				return n, pipeToConnError(d.fd, f, err, srcErr)
 			}
 			return n, f.wrapErr("read", wrapSyscallError("splice", err))
 		}

@@ -70,6 +70,22 @@ func fileCopyError(src, dst *File, err error, srcErr bool) error {
 	return dst.wrapErr("write", err)
 }
 
+// pipeToConnError is the error of a splice from the File src (a pipe)
+// into the stream conn fd, shaped as the standard library reports the
+// copy it makes for that pair: neither net nor os splices from a pipe into
+// a socket, so the bytes go through a buffer and the error is the failing
+// end's own, src's Read error or the conn's Write error. A TCP conn's
+// ReadFrom wraps it in its "readfrom" error, as net's.
+func pipeToConnError(fd *netFD, src *File, err error, srcErr bool) error {
+	switch {
+	case err == nil || err == io.EOF:
+		return err
+	case srcErr:
+		return src.wrapErr("read", err)
+	}
+	return fd.ioError(ioWrite, err)
+}
+
 // tcpConnWithoutWriteTo is net's: a *TCPConn whose WriteTo is hidden (the
 // two embedded WriteTo methods are ambiguous, so neither is promoted), so
 // that TCPConn.WriteTo can hand itself to io.Copy without recursing — and

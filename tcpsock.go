@@ -176,8 +176,12 @@ func (c *TCPConn) ReadFrom(r io.Reader) (int64, error) {
 	if !c.ok() {
 		return 0, syscall.EINVAL
 	}
-	n, err, handled, _, _ := spliceFrom(&c.fd.pfd, r)
-	err = wrapSyscallError("splice", err)
+	n, err, handled, srcErr, src := spliceFrom(&c.fd.pfd, r)
+	if f, ok := src.(*File); ok {
+		err = pipeToConnError(c.fd, f, err, srcErr)
+	} else {
+		err = wrapSyscallError("splice", err)
+	}
 	if !handled {
 		n, err, handled = c.fd.sendFile(r)
 		if handled {
