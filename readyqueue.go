@@ -198,18 +198,16 @@ func (q *ReadyQueue) watch(m *member) error {
 
 // Remove stops watching p, and drops the output Write queued for it; a p
 // given to CloseWhenFlushed whose output still waits is closed. Closing p
-// removes it too.
+// removes it too. A p that is not q's member is left as it is, in the
+// queue that holds it, if any.
 func (q *ReadyQueue) Remove(p Pollable) {
 	fd, err := q.descriptorOf("remove", p)
 	if err != nil {
 		return
 	}
-	m, _ := fd.WatchCookie(q.list).(*member)
-	if m == nil {
-		fd.Unwatch()
-		return
+	if m, _ := fd.WatchCookie(q.list).(*member); m != nil {
+		q.remove(m)
 	}
-	q.remove(m)
 }
 
 // Next waits for a watched connection to become readable (data, end of

@@ -3,6 +3,7 @@
 package gatenet_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -394,6 +395,46 @@ func TestReadyQueueOneQueueAtATime(t *testing.T) {
 	require.Error(t, q2.Add(s))
 	q1.Remove(s)
 	require.NoError(t, q2.Add(s))
+}
+
+// TestReadyQueueRemoveNotMember: Remove of a conn that another queue
+// watches leaves it there, its output and its reports with it. It used to
+// unwatch it from that queue: the output kept there was never sent and
+// the conn never reported again.
+func TestReadyQueueRemoveNotMember(t *testing.T) {
+	q, c, s := watchedPair(t)
+	other := gatenet.NewReadyQueue()
+	defer other.Close()
+	takeFromPeer(t, q, c, s)
+	_, err := io.ReadFull(s, make([]byte, 1))
+	require.NoError(t, err)
+	payload := bytes.Repeat([]byte("x"), 4<<20) // more than the socket takes while c reads nothing
+	n, err := q.Write(s, payload)
+	require.NoError(t, err)
+	require.Equal(t, len(payload), n)
+	require.NoError(t, q.Add(s)) // handed back: the queue sends the rest when there is room
+	kept := q.Buffered(s)
+	require.Positive(t, kept, "the socket took all of 4 MiB")
+
+	other.Remove(s)
+	require.Equal(t, kept, q.Buffered(s), "another queue's Remove dropped q's output")
+
+	// A Next sends the output as room comes; the peer reads it all.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go q.Next(ctx)
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(time.Minute))) // a hang detector
+	got, err := io.CopyN(io.Discard, c, int64(len(payload)))
+	require.NoError(t, err, "q's output stopped after another queue's Remove")
+	require.Equal(t, int64(len(payload)), got)
+
+	// And q still reports its member.
+	_, err = c.Write([]byte("a"))
+	require.NoError(t, err)
+	cancel()
+	p, err := nextWithin(q, time.Minute)
+	require.NoError(t, err, "q stopped reporting its member")
+	require.Same(t, s, p)
 }
 
 // TestReadyQueueEOFAfterShortRead: a client that writes a request and
