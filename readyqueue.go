@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -192,6 +193,8 @@ func (q *ReadyQueue) watch(m *member) error {
 		err = closedQueueError{}
 	case errors.Is(err, pollfd.ErrWatchedElsewhere):
 		err = errWatchedByOther
+	case err == poll.ErrFileClosing:
+		err = os.ErrClosed // a closed File: what its own methods report
 	}
 	return opError("add", m.p, err)
 }

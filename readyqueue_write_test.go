@@ -594,6 +594,18 @@ func TestReadyQueueMisuse(t *testing.T) {
 	require.ErrorAs(t, err, &op)
 	require.Contains(t, err.Error(), "byte stream")
 
+	// A closed conn or File: the closed error of its kind.
+	_, cs := testutil.TCPPair(t)
+	require.NoError(t, cs.Close())
+	require.ErrorIs(t, q.Add(cs), net.ErrClosed)
+	r, w, err := gatenet.Pipe()
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	require.NoError(t, r.Close())
+	err = q.Add(r)
+	require.ErrorAs(t, err, &op)
+	require.ErrorIs(t, err, os.ErrClosed)
+
 	// Watched by another open queue: an error naming the public types.
 	require.NoError(t, q.Add(s))
 	other := gatenet.NewReadyQueue()
