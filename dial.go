@@ -308,11 +308,20 @@ func (d *Dialer) dialTCPProto(ctx context.Context, network string, laddr, raddr 
 }
 
 func (d *Dialer) dialUnix(ctx context.Context, network string, laddr, raddr *net.UnixAddr) (*UnixConn, error) {
-	var la net.Addr
+	// net's unixSocket: an unnamed raddr is none; only a datagram socket
+	// bound to laddr may go without one (it is left unconnected).
+	var la, ra net.Addr
 	if laddr != nil {
 		la = laddr
 	}
-	fd, err := socket(ctx, network, unix.AF_UNIX, unixSotype(network), 0, false, la, raddr, d.socketConfig())
+	if raddr != nil && raddr.Name != "" {
+		ra = raddr
+	}
+	sotype := unixSotype(network)
+	if ra == nil && (sotype != unix.SOCK_DGRAM || la == nil) {
+		return nil, errMissingAddress
+	}
+	fd, err := socket(ctx, network, unix.AF_UNIX, sotype, 0, false, la, ra, d.socketConfig())
 	if err != nil {
 		return nil, err
 	}
@@ -368,12 +377,12 @@ func dialTyped[A interface {
 	if !known {
 		return none, &net.OpError{Op: "dial", Net: network, Source: opAddr(laddr), Addr: opAddr(raddr), Err: net.UnknownNetworkError(network)}
 	}
-	if raddr == nil {
+	if _, isUnix := any(raddr).(*net.UnixAddr); raddr == nil && !isUnix { // dialUnix decides for Unix
 		return none, &net.OpError{Op: "dial", Net: network, Source: opAddr(laddr), Err: errMissingAddress}
 	}
 	c, err := dial(ctx, network, laddr, raddr)
 	if err != nil {
-		return none, &net.OpError{Op: "dial", Net: network, Source: opAddr(laddr), Addr: raddr, Err: err}
+		return none, &net.OpError{Op: "dial", Net: network, Source: opAddr(laddr), Addr: opAddr(raddr), Err: err}
 	}
 	return c, nil
 }

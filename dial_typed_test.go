@@ -181,3 +181,61 @@ func sockPacketListen(s sockStack, network, address string) (net.PacketConn, err
 	}
 	return udpGatenetStack.ListenPacket(network, address)
 }
+
+// TestSockParityDialUnixUnnamed: a Unix raddr with no name is none, as
+// in net's unixSocket: "missing address" (gatenet panicked in connect
+// with it), except for a datagram socket bound to laddr, which is left
+// unconnected and sends with WriteTo.
+func TestSockParityDialUnixUnnamed(t *testing.T) {
+	testutil.Watchdog(t, 2*time.Minute)
+	type obs struct {
+		Err           sockErrObs
+		Local, Remote string
+		SentTo        bool // an unconnected datagram conn's WriteTo reached the target
+	}
+	for _, network := range []string{"unix", "unixgram", "unixpacket"} {
+		for _, tc := range []struct {
+			name          string
+			laddr, noName bool // noName: raddr is &UnixAddr{} with no name, else nil
+		}{
+			{"unnamed", false, true},
+			{"laddr-unnamed", true, true},
+			{"laddr-nil", true, false},
+		} {
+			t.Run(network+"/"+tc.name, func(t *testing.T) {
+				sockParity(t, func(t *testing.T, s sockStack) obs {
+					dir := t.TempDir()
+					names := &sockNames{}
+					var laddr, raddr *net.UnixAddr
+					if tc.laddr {
+						laddr = &net.UnixAddr{Name: dir + "/local", Net: network}
+						names.add(laddr, "<local>")
+					}
+					if tc.noName {
+						raddr = &net.UnixAddr{Net: network}
+					}
+					c, err := s.DialerUnix(context.Background(), sockDialOpts{}, network, laddr, raddr)
+					o := obs{Err: sockObserve(err, names)}
+					if c == nil {
+						return o
+					}
+					defer c.Close()
+					o.Local, o.Remote = names.addr(c.LocalAddr()), names.addr(c.RemoteAddr())
+					target, err := sockPacketListen(s, network, dir+"/target")
+					require.NoError(t, err)
+					defer target.Close()
+					_, err = c.(net.PacketConn).WriteTo([]byte{1}, target.LocalAddr())
+					require.NoError(t, err)
+					require.NoError(t, target.SetReadDeadline(time.Now().Add(10*time.Second)))
+					n, _, _ := target.ReadFrom(make([]byte, 8))
+					o.SentTo = n == 1
+					return o
+				}, func(t *testing.T, s sockStack, o obs) {
+					ok := network == "unixgram" && tc.laddr
+					require.Equal(t, ok, o.Err.Nil, "%+v", o.Err)
+					require.Equal(t, ok, o.SentTo)
+				})
+			})
+		}
+	}
+}
