@@ -75,13 +75,18 @@ func (d *Dialer) dialCtx(ctx context.Context) (context.Context, context.CancelFu
 	}
 	if oldCancel := d.Cancel; oldCancel != nil {
 		sub, cancelSub := context.WithCancel(ctx)
-		go func() {
-			select {
-			case <-oldCancel:
-				cancelSub()
-			case <-sub.Done():
-			}
-		}()
+		select {
+		case <-oldCancel: // closed already: no dial, where net's goroutine may lose the race to a loopback connect
+			cancelSub()
+		default:
+			go func() {
+				select {
+				case <-oldCancel:
+					cancelSub()
+				case <-sub.Done():
+				}
+			}()
+		}
 		cancelDeadline := cancel
 		ctx, cancel = sub, func() { cancelSub(); cancelDeadline() }
 	}

@@ -139,3 +139,26 @@ func TestDialCancelChannel(t *testing.T) {
 	require.True(t, errors.As(got, &dnsErr), "%T", errors.Unwrap(got))
 	_ = gatenet.Dialer{DualStack: true} // compiles, as net.Dialer's literal does
 }
+
+// TestDialCancelChannelClosed: a Cancel channel closed before the dial
+// ends every dial, even one to a loopback listener whose connect
+// completes at once. Both libraries watched the channel from a goroutine,
+// which a loopback connect can outrun: 1 of 200 such dials connected with
+// net, 193 of 200 with gatenet.
+func TestDialCancelChannelClosed(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, time.Minute)
+	ln, err := gatenet.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	closed := make(chan struct{})
+	close(closed)
+	for range 50 {
+		c, err := (&gatenet.Dialer{Cancel: closed}).DialContext(context.Background(), "tcp", ln.Addr().String())
+		if c != nil {
+			c.Close()
+		}
+		require.ErrorIs(t, err, context.Canceled)
+		require.Equal(t, "dial tcp "+ln.Addr().String()+": operation was canceled", err.Error())
+	}
+}
