@@ -44,7 +44,7 @@ func (fd *netFD) joinGroup(ifi *net.Interface, group net.IP) error {
 	}
 	defer fd.pfd.Decref()
 	s := fd.pfd.Sysfd
-	if ip4 := group.To4(); ip4 != nil && fd.family == unix.AF_INET {
+	if ip4 := group.To4(); ip4 != nil { // by the group's family, not the socket's, as net
 		mreq := &unix.IPMreq{Multiaddr: [4]byte(ip4)}
 		if ifi != nil {
 			addr, err := interfaceIPv4(ifi)

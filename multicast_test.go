@@ -98,3 +98,38 @@ func TestListenMulticastUDPBadInput(t *testing.T) {
 		require.Equal(t, nerr.Error(), gerr.Error(), "%s %v", tc.network, tc.gaddr)
 	}
 }
+
+// TestListenMulticastUDPFamilies: the group's family picks the membership
+// options, as net's: an IPv4 group on a "udp6" socket joins with
+// IP_ADD_MEMBERSHIP (gatenet tried IPV6_JOIN_GROUP and failed with EINVAL
+// where net succeeded). Each outcome compares with net's, port masked.
+func TestListenMulticastUDPFamilies(t *testing.T) {
+	testutil.CheckLeaks(t)
+	outcome := func(c interface {
+		LocalAddr() net.Addr
+		Close() error
+	}, err error) string {
+		if err != nil {
+			return (*sockNames)(nil).str(err.Error())
+		}
+		defer c.Close()
+		return "ok " + (*sockNames)(nil).str(c.LocalAddr().String())
+	}
+	for _, tc := range []struct {
+		network string
+		group   net.IP
+	}{
+		{"udp6", net.IPv4(239, 255, 77, 2)},
+		{"udp", net.IPv4(239, 255, 77, 3)},
+		{"udp4", net.ParseIP("ff02::1:77")},
+		{"udp6", net.ParseIP("ff02::1:78")},
+	} {
+		t.Run(tc.network+"/"+tc.group.String(), func(t *testing.T) {
+			gaddr := &net.UDPAddr{IP: tc.group}
+			want := outcome(net.ListenMulticastUDP(tc.network, nil, gaddr))
+			got := outcome(gatenet.ListenMulticastUDP(tc.network, nil, gaddr))
+			t.Logf("net: %s", want)
+			require.Equal(t, want, got)
+		})
+	}
+}
