@@ -120,7 +120,7 @@ func (fd *netFD) connect(ctx context.Context, ra unix.Sockaddr) (peer unix.Socka
 		<-ctx.Done()
 		return nil, mapContextErr(ctx.Err())
 	case err == nil:
-		err = unix.Connect(pfd.Sysfd, ra)
+		err = poll.Connect(pfd.Sysfd, ra)
 	}
 	switch err {
 	case unix.EINPROGRESS, unix.EALREADY, unix.EINTR:

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gatenet/gatenet/faults"
+	"github.com/gatenet/gatenet/internal/poll"
 	"github.com/gatenet/gatenet/pollfd"
 )
 
@@ -124,7 +125,7 @@ func (fd *netFD) listenStream(ctx context.Context, laddr net.Addr, cfg socketCon
 		return err
 	}
 	if lsa != nil {
-		if err := unix.Bind(s, lsa); err != nil {
+		if err := poll.Bind(s, lsa); err != nil {
 			return os.NewSyscallError("bind", err)
 		}
 	}
@@ -167,7 +168,7 @@ func (fd *netFD) listenDatagram(ctx context.Context, laddr net.Addr, cfg socketC
 		return err
 	}
 	if lsa != nil {
-		if err := unix.Bind(fd.pfd.Sysfd, lsa); err != nil {
+		if err := poll.Bind(fd.pfd.Sysfd, lsa); err != nil {
 			return os.NewSyscallError("bind", err)
 		}
 	}
@@ -191,7 +192,7 @@ func (fd *netFD) dial(ctx context.Context, laddr, raddr net.Addr, cfg socketConf
 			return err
 		}
 		if lsa != nil {
-			if err := unix.Bind(fd.pfd.Sysfd, lsa); err != nil {
+			if err := poll.Bind(fd.pfd.Sysfd, lsa); err != nil {
 				return os.NewSyscallError("bind", err)
 			}
 		}

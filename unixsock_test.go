@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -214,6 +215,78 @@ func TestSockParityAbstract(t *testing.T) {
 		require.Equal(t, "abs", o.Data)
 		require.Equal(t, "@<5 chars>", o.Autobound)
 		require.True(t, o.AutoboundDial)
+	})
+}
+
+// TestSockParityAbstractFullLength: an abstract name that fills all 108
+// bytes of sun_path ("@" and 107) binds, connects and is sent to, as with
+// net; one byte more is EINVAL for both. gatenet refused the full length
+// (x/sys counts a NUL an abstract name does not have).
+func TestSockParityAbstractFullLength(t *testing.T) {
+	testutil.Watchdog(t, 2*time.Minute)
+	testutil.CheckLeaks(t)
+	type obs struct {
+		Listener, Peer, Data  string
+		Unbound, TooLong      sockErrObs
+		GramTo, GramMsg, From string
+	}
+	name := func(tag string, extra int) string { // unique, 108 bytes (+extra)
+		n := fmt.Sprintf("@gatenet-%s-%016x-", tag, rand.Uint64())
+		return n + strings.Repeat("x", 108+extra-len(n))
+	}
+	sockParity(t, func(t *testing.T, s sockStack) obs {
+		var o obs
+		names := &sockNames{}
+		stream := name("s", 0)
+		names.add(&net.UnixAddr{Name: stream, Net: "unix"}, "@<stream>")
+		ln, err := s.Listen("unix", stream)
+		require.NoError(t, err)
+		defer ln.Close()
+		c, srv := sockConnect(t, s, ln, sockDialOpts{})
+		o.Listener, o.Peer = names.addr(ln.Addr()), names.addr(c.RemoteAddr())
+		o.Data = sendRecv(t, c, srv, "full")
+
+		unbound, tooLong := name("u", 0), name("l", 1)
+		names.add(&net.UnixAddr{Name: unbound, Net: "unix"}, "@<unbound>")
+		names.add(&net.UnixAddr{Name: tooLong, Net: "unix"}, "@<too long>")
+		_, err = s.Dial("unix", unbound)
+		o.Unbound = sockObserve(err, names)
+		_, err = s.Listen("unix", tooLong)
+		o.TooLong = sockObserve(err, names)
+
+		gram, from := name("g", 0), name("f", 0)
+		names.add(&net.UnixAddr{Name: gram, Net: "unixgram"}, "@<gram>")
+		names.add(&net.UnixAddr{Name: from, Net: "unixgram"}, "@<from>")
+		rx, err := sockPacketListen(s, "unixgram", gram)
+		require.NoError(t, err)
+		defer rx.Close()
+		tx, err := sockPacketListen(s, "unixgram", from)
+		require.NoError(t, err)
+		defer tx.Close()
+		_, err = tx.WriteTo([]byte("to"), rx.LocalAddr()) // sendto(2)
+		require.NoError(t, err)
+		_, _, err = tx.(interface {
+			WriteMsgUnix(b, oob []byte, addr *net.UnixAddr) (int, int, error)
+		}).WriteMsgUnix([]byte("msg"), nil, rx.LocalAddr().(*net.UnixAddr)) // sendmsg(2)
+		require.NoError(t, err)
+		require.NoError(t, rx.SetReadDeadline(time.Now().Add(10*time.Second)))
+		buf := make([]byte, 8)
+		n, src, err := rx.ReadFrom(buf)
+		require.NoError(t, err)
+		o.GramTo, o.From = string(buf[:n]), names.addr(src)
+		n, _, err = rx.ReadFrom(buf)
+		require.NoError(t, err)
+		o.GramMsg = string(buf[:n])
+		return o
+	}, func(t *testing.T, s sockStack, o obs) {
+		require.Equal(t, "*net.UnixAddr @<stream>", o.Listener)
+		require.Equal(t, "*net.UnixAddr @<stream>", o.Peer)
+		require.Equal(t, "full", o.Data)
+		require.Equal(t, "ECONNREFUSED", o.Unbound.Errno)
+		require.Equal(t, "EINVAL", o.TooLong.Errno)
+		require.Equal(t, "to", o.GramTo)
+		require.Equal(t, "msg", o.GramMsg)
+		require.Equal(t, "*net.UnixAddr @<from>", o.From)
 	})
 }
 

@@ -427,7 +427,7 @@ func (fd *FD) sendLater(delay time.Duration, d *datagram) {
 		}
 		defer fd.Decref()
 		if d.to != nil {
-			unix.SendmsgN(fd.Sysfd, d.p, d.oob, d.to, 0)
+			sendmsgN(fd.Sysfd, d.p, d.oob, d.to)
 		} else {
 			sendmsgRaw(fd.Sysfd, d.p, d.oob, d.sa, d.salen)
 		}

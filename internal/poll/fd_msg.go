@@ -131,7 +131,7 @@ func (fd *FD) ReadMsg(p, oob []byte, flags int) (n, oobn, recvflags int, sa unix
 func (fd *FD) WriteTo(p []byte, sa unix.Sockaddr) (int, error) {
 	out := datagram{p: p, to: sa}
 	_, err := fd.ioLoop(pollfd.ModeWrite, &out, func() (int, error) {
-		return 0, unix.Sendto(fd.Sysfd, p, 0, sa)
+		return 0, sendto(fd.Sysfd, p, sa)
 	})
 	if err != nil {
 		return 0, err
@@ -232,7 +232,7 @@ func (fd *FD) WriteToRaw(p []byte, sa unsafe.Pointer, salen uint32) (int, error)
 func (fd *FD) WriteMsg(p, oob []byte, sa unix.Sockaddr) (int, int, error) {
 	out := datagram{p: p, oob: oob, to: sa}
 	n, err := fd.ioLoop(pollfd.ModeWrite, &out, func() (int, error) {
-		return unix.SendmsgN(fd.Sysfd, p, oob, sa, 0)
+		return sendmsgN(fd.Sysfd, p, oob, sa)
 	})
 	if err != nil {
 		return n, 0, err
