@@ -31,7 +31,7 @@ func (lc *ListenConfig) ListenGroup(ctx context.Context, network, address string
 	if group.Poller == nil {
 		group.Poller = pollfd.Default()
 	}
-	ls := make([]net.Listener, 0, n)
+	var ls []net.Listener // grown as they open: n may be more than the descriptors allow
 	for i := 0; i < n; i++ {
 		l, err := group.listenShard(ctx, network, address, i)
 		if err != nil {

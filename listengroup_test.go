@@ -4,12 +4,15 @@ package gatenet_test
 
 import (
 	"context"
+	"math"
 	"net"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/gatenet/gatenet"
 	"github.com/gatenet/gatenet/internal/testutil"
@@ -88,4 +91,29 @@ func TestListenGroup(t *testing.T) {
 	require.Error(t, err)
 	_, err = gatenet.ListenGroup(context.Background(), "tcp", "127.0.0.1:0", 0)
 	require.Error(t, err)
+}
+
+// TestListenGroupHuge: a group larger than the descriptors allow fails
+// with EMFILE from the listener that hit the limit, closing the others; it
+// used to allocate room for all n first, and n = 1<<40 killed the process
+// (out of memory) where n = 1<<59-1 panicked in makeslice.
+func TestListenGroupHuge(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	var old unix.Rlimit
+	require.NoError(t, unix.Getrlimit(unix.RLIMIT_NOFILE, &old))
+	open := testutil.OpenFDs(t)
+	low := old
+	low.Cur = uint64(open + 64) // a few dozen listeners, then EMFILE
+	require.NoError(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &low))
+	t.Cleanup(func() { require.NoError(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &old)) })
+	for _, n := range []int{1 << 40, 1<<59 - 1, math.MaxInt} {
+		ls, err := gatenet.ListenGroup(context.Background(), "tcp4", "127.0.0.1:0", n)
+		require.Nil(t, ls)
+		require.ErrorIs(t, err, syscall.EMFILE, "n=%d", n)
+		var op *net.OpError
+		require.ErrorAs(t, err, &op)
+		require.Equal(t, "listen", op.Op)
+		require.Equal(t, open, testutil.OpenFDs(t), "n=%d: the opened listeners were not all closed", n)
+	}
 }
