@@ -7,6 +7,7 @@ package gatenet_test
 
 import (
 	"context"
+	"math"
 	"net"
 	"os"
 	"syscall"
@@ -14,8 +15,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/gatenet/gatenet"
+	"github.com/gatenet/gatenet/internal/testutil"
 )
 
 // sockListenerClosedObs is what a closed listener reports.
@@ -117,5 +120,48 @@ func TestListenerNilAndZero(t *testing.T) {
 		_, err := ln.AcceptContext(context.Background())
 		require.Equal(t, syscall.EINVAL, err, "AcceptContext on %#v", ln)
 		require.Equal(t, syscall.EINVAL, ln.WaitRead(context.Background()), "WaitRead on %#v", ln)
+	}
+}
+
+// listenBacklog is a listening socket's accept queue limit, which TCP_INFO
+// reports in tcpi_sacked for a listener (sk_max_ack_backlog).
+func listenBacklog(t *testing.T, ln net.Listener) int {
+	t.Helper()
+	var backlog int
+	sockRawFD(t, ln, func(fd int) {
+		info, err := unix.GetsockoptTCPInfo(fd, unix.IPPROTO_TCP, unix.TCP_INFO)
+		require.NoError(t, err)
+		backlog = int(info.Sacked)
+	})
+	return backlog
+}
+
+// TestListenConfigBacklog: Backlog is listen(2)'s, and one past what the
+// kernel holds means somaxconn, net's default (compared with net's
+// listener), as listen(2) reads any value above somaxconn. A Go int has
+// more bits than listen(2)'s: 1<<32 used to reach it as 0, a queue of one.
+func TestListenConfigBacklog(t *testing.T) {
+	testutil.CheckLeaks(t)
+	var lc net.ListenConfig
+	std, err := lc.Listen(context.Background(), "tcp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer std.Close()
+	somaxconn := listenBacklog(t, std)
+	for _, tc := range []struct {
+		backlog, want int
+	}{
+		{0, somaxconn},
+		{-1, somaxconn},
+		{3, 3},
+		{1 << 31, somaxconn},
+		{1 << 32, somaxconn},
+		{1<<32 + 3, somaxconn},
+		{math.MaxInt, somaxconn},
+	} {
+		glc := gatenet.ListenConfig{Backlog: tc.backlog}
+		ln, err := glc.Listen(context.Background(), "tcp4", "127.0.0.1:0")
+		require.NoError(t, err)
+		require.Equal(t, tc.want, listenBacklog(t, ln), "Backlog %d", tc.backlog)
+		ln.Close()
 	}
 }

@@ -129,9 +129,9 @@ func (fd *netFD) listenStream(ctx context.Context, laddr net.Addr, cfg socketCon
 			return os.NewSyscallError("bind", err)
 		}
 	}
-	backlog := cfg.backlog
-	if backlog <= 0 {
-		backlog = listenerBacklog()
+	backlog := listenerBacklog()
+	if cfg.backlog > 0 {
+		backlog = maxAckBacklog(cfg.backlog)
 	}
 	if err := unix.Listen(s, backlog); err != nil {
 		return os.NewSyscallError("listen", err)
@@ -230,8 +230,8 @@ func (fd *netFD) dial(ctx context.Context, laddr, raddr net.Addr, cfg socketConf
 	return nil
 }
 
-// listenerBacklog reads net.core.somaxconn once, as net does (capped to
-// what listen(2)'s int and the kernel's u16 field allow).
+// listenerBacklog reads net.core.somaxconn once, as net's
+// maxListenerBacklog does.
 var listenerBacklog = sync.OnceValue(func() int {
 	b, err := os.ReadFile("/proc/sys/net/core/somaxconn")
 	if err != nil {
@@ -242,9 +242,28 @@ var listenerBacklog = sync.OnceValue(func() int {
 		return unix.SOMAXCONN
 	}
 	if n > 1<<16-1 {
-		n = 1<<16 - 1
+		return maxAckBacklog(n)
 	}
 	return n
+})
+
+// maxAckBacklog caps a backlog at what the kernel's field holds, as net's:
+// 16 bits before Linux 4.1, 32 after. listen(2) reads an int, and the
+// kernel compares it unsigned with somaxconn, so any value past the cap
+// means somaxconn; a larger Go int would lose its high bits instead
+// (1<<32 would be a backlog of 0).
+func maxAckBacklog(n int) int {
+	if limit := ackBacklogLimit(); uint(n) > limit {
+		return int(limit)
+	}
+	return n
+}
+
+var ackBacklogLimit = sync.OnceValue(func() uint {
+	if kernelVersionAtLeast(4, 1) {
+		return 1<<32 - 1
+	}
+	return 1<<16 - 1
 })
 
 // The IP stack's capabilities, probed once as net's ipStackCapabilities.
