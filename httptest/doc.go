@@ -18,11 +18,9 @@
 //   - Server.Listener is a *gatenet.TCPListener (wrapped by crypto/tls's
 //     listener after StartTLS), and the connections the server accepts
 //     and the Client dials are *gatenet.TCPConn.
-//   - The TLS certificate is generated in-process on first use (ECDSA
-//     P-256, self-signed, a CA, valid for 127.0.0.1, ::1, localhost,
-//     example.com and *.example.com until 2084) instead of httptest's
-//     embedded RSA 2048 certificate. One certificate serves the whole
-//     process; Server.Certificate returns it.
+//   - The TLS certificate is an embedded self-signed RSA 2048 CA like
+//     httptest's, valid for 127.0.0.1, ::1, example.com and *.example.com
+//     until 2084, and for localhost too; Server.Certificate returns it.
 //
 // Off Linux, where gatenet delegates to the standard library, Server is
 // net/http/httptest.Server itself (a type alias) and the constructors are

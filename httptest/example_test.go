@@ -33,8 +33,8 @@ func ExampleNewServer() {
 	// Output: HTTP/1.1 Hello, client
 }
 
-// A TLS test server: its Client trusts the server's certificate, which is
-// generated in-process.
+// A TLS test server: its Client trusts the server's certificate, the
+// package's embedded test certificate.
 func ExampleNewTLSServer() {
 	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "Hello, client")

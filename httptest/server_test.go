@@ -247,6 +247,7 @@ func TestServerParityWithStdlib(t *testing.T) {
 	type observation struct {
 		Scheme, Proto, ALPN, Body string
 		HasCert, CertIsCA         bool
+		KeyAlgorithm, Suite       string
 	}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, r.Proto) })
 	observe := func(t *testing.T, s server) observation {
@@ -254,17 +255,26 @@ func TestServerParityWithStdlib(t *testing.T) {
 		res, body := get(t, s.client, s.url)
 		o := observation{Scheme: strings.SplitN(s.url, ":", 2)[0], Proto: res.Proto, Body: body, HasCert: s.cert != nil}
 		if res.TLS != nil {
-			o.ALPN = res.TLS.NegotiatedProtocol
+			o.ALPN, o.Suite = res.TLS.NegotiatedProtocol, tls.CipherSuiteName(res.TLS.CipherSuite)
 		}
 		if s.cert != nil {
-			o.CertIsCA = s.cert.IsCA
+			o.CertIsCA, o.KeyAlgorithm = s.cert.IsCA, s.cert.PublicKeyAlgorithm.String()
 		}
 		return o
 	}
-	for _, mode := range []string{modeHTTP, modeHTTPS, modeH2} {
+	// A server that takes only RSA suites (TLS 1.2): the certificate must
+	// be an RSA one, as httptest's is (an ECDSA one failed every handshake).
+	const modeRSASuites = "https-rsa-suites"
+	for _, mode := range []string{modeHTTP, modeHTTPS, modeH2, modeRSASuites} {
 		t.Run(mode, func(t *testing.T) {
 			std := stdhttptest.NewUnstartedServer(h)
 			ours := httptest.NewUnstartedServer(h)
+			if mode == modeRSASuites {
+				rsaOnly := func() *tls.Config {
+					return &tls.Config{MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256}}
+				}
+				std.TLS, ours.TLS = rsaOnly(), rsaOnly()
+			}
 			if mode == modeHTTP {
 				std.Start()
 				ours.Start()
