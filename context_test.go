@@ -15,6 +15,7 @@ import (
 
 	"github.com/gatenet/gatenet"
 	"github.com/gatenet/gatenet/internal/testutil"
+	"github.com/gatenet/gatenet/pollfd"
 )
 
 // The buffer-less and context-aware calls: WaitRead, WaitWrite,
@@ -219,6 +220,52 @@ func TestAcceptContext(t *testing.T) {
 	s, err := l.AcceptContext(context.Background())
 	require.NoError(t, err)
 	s.Close()
+}
+
+// TestWaitReadNoStaleEdge: WaitRead returns only when a Read would not
+// block. The edge of bytes a Read already took can reach the gate late,
+// after the next WaitRead's Prepare; that WaitRead returned nil with
+// nothing to read (up to 1 round in 8 under the dedicated strategy), and
+// a listener's with no connection pending. Each round reads what was
+// sent, then waits with a short context, which must end the wait.
+func TestWaitReadNoStaleEdge(t *testing.T) {
+	testutil.Watchdog(t, 5*time.Minute)
+	const rounds = 150
+	buf := make([]byte, 64)
+	idle := func(t *testing.T, w interface{ WaitRead(context.Context) error }, round int) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+		defer cancel()
+		require.ErrorIs(t, w.WaitRead(ctx), context.DeadlineExceeded, "round %d: WaitRead returned with nothing there", round)
+	}
+	testutil.EachStrategy(t, func(t *testing.T, p *pollfd.Poller) {
+		c, s, ln := sockPairOn(t, p, "tcp")
+		r, w := newPipeOn(t, p)
+		for name, pair := range map[string]struct {
+			r waiter
+			w io.Writer
+		}{"tcp": {s.(waiter), c}, "pipe": {r, w}} {
+			for i := range rounds {
+				_, err := pair.w.Write([]byte("data"))
+				require.NoError(t, err)
+				require.NoError(t, pair.r.WaitRead(context.Background()), name)
+				_, err = pair.r.Read(buf)
+				require.NoError(t, err, name)
+				idle(t, pair.r, i)
+			}
+		}
+		d := gatenet.Dialer{Poller: p}
+		lw := ln.(interface{ WaitRead(context.Context) error })
+		for i := range rounds / 3 {
+			dc, err := d.Dial("tcp", ln.Addr().String())
+			require.NoError(t, err)
+			require.NoError(t, lw.WaitRead(context.Background()))
+			ac, err := ln.Accept()
+			require.NoError(t, err)
+			dc.Close()
+			ac.Close()
+			idle(t, lw, i)
+		}
+	})
 }
 
 func TestWaitReadRegularFileAndNil(t *testing.T) {

@@ -32,7 +32,11 @@ func (fd *FD) WaitWritable(ctx context.Context) error {
 // waitReady, under mode's lock: fail fast as an I/O call would (closed,
 // expired deadline, done context), then look at the descriptor's state
 // now with poll(2) — readiness that arrived before this call raised no new
-// edge — and park for the next edge only if it is not ready.
+// edge — and park for the next edge only if it is not ready. An edge wakes
+// the park, and poll(2) confirms it: the drain loop may deliver an edge
+// late, after this call's Prepare, for bytes a Read before it took, and
+// that edge alone would report readiness that is gone (as a ReadyQueue's
+// report can be stale). Then it prepares and parks again.
 //
 // One frame, no defer, one call into pollfd (so not ioLoop, fd_msg.go): a
 // goroutine parked here for an idle connection keeps its deepest frames on
@@ -49,25 +53,31 @@ func (fd *FD) waitReady(ctx context.Context, mode pollfd.Mode) error {
 	if err != nil {
 		return err
 	}
-	if fd.pd != nil { // else epoll refused it (a regular file): always ready, as poll(2) says
+	// fd.pd nil: epoll refused it (a regular file), always ready, as
+	// poll(2) says.
+	for fd.pd != nil {
 		err = fd.Prepare(mode)
 		if err == nil {
 			err = ctx.Err()
 		}
+		var ready bool
 		if err == nil {
-			var ready bool
 			ready, err = pollNow(fd.Sysfd, events)
-			if err == nil && !ready {
-				// Any readiness from here on is a new edge, which wakes
-				// the gate. (Wait, not WaitContext, when ctx can never
-				// end: one frame less under the park.)
-				if ctx.Done() == nil {
-					err = fd.pd.Wait(mode)
-				} else {
-					err = fd.pd.WaitContext(ctx, mode)
-				}
-				err = convertPollErr(err, fd.isFile)
-			}
+		}
+		if err != nil || ready {
+			break
+		}
+		// Any readiness from here on is a new edge, which wakes the
+		// gate. (Wait, not WaitContext, when ctx can never end: one frame
+		// less under the park.)
+		if ctx.Done() == nil {
+			err = fd.pd.Wait(mode)
+		} else {
+			err = fd.pd.WaitContext(ctx, mode)
+		}
+		if err != nil {
+			err = convertPollErr(err, fd.isFile)
+			break
 		}
 	}
 	if mode == pollfd.ModeRead {
