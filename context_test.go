@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -266,6 +267,26 @@ func TestWaitReadNoStaleEdge(t *testing.T) {
 			idle(t, lw, i)
 		}
 	})
+}
+
+// TestWaitWrongEnd: WaitRead on a pipe's write end and WaitWrite on its
+// read end return at once, since the Read or Write they announce fails at
+// once (EBADF); they used to park until a deadline, context or Close.
+func TestWaitWrongEnd(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, time.Minute)
+	r, w, err := gatenet.Pipe()
+	require.NoError(t, err)
+	defer r.Close()
+	defer w.Close()
+	for range 2 { // the second from the access mode kept
+		require.NoError(t, w.WaitRead(context.Background()))
+		_, err = w.Read(make([]byte, 1))
+		require.ErrorIs(t, err, syscall.EBADF)
+		require.NoError(t, r.WaitWrite(context.Background())) // poll(2) never says POLLOUT for a read end
+		_, err = r.Write([]byte("x"))
+		require.ErrorIs(t, err, syscall.EBADF)
+	}
 }
 
 func TestWaitReadRegularFileAndNil(t *testing.T) {

@@ -74,6 +74,9 @@ const (
 	flagRestoreBlocking
 	flagWriteWanted // a write with its context done found the write lock held (fd_wait.go)
 	flagWriteWaited // the write lock's holder parked for room on a watched descriptor (fd_wait.go)
+	flagAccessKnown // a File's access mode was read: flagReadOnly, flagWriteOnly (fd_wait.go)
+	flagReadOnly
+	flagWriteOnly
 )
 
 // AnyShard lets the poller choose the shard (round-robin).

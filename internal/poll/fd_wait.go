@@ -64,7 +64,7 @@ func (fd *FD) waitReady(ctx context.Context, mode pollfd.Mode) error {
 		if err == nil {
 			ready, err = pollNow(fd.Sysfd, events)
 		}
-		if err != nil || ready {
+		if err != nil || ready || fd.isFile && fd.cannot(mode) {
 			break
 		}
 		// Any readiness from here on is a new edge, which wakes the
@@ -86,6 +86,33 @@ func (fd *FD) waitReady(ctx context.Context, mode pollfd.Mode) error {
 		fd.writeUnlock()
 	}
 	return err
+}
+
+// cannot reports whether a File was opened without access for mode (a
+// pipe's write end asked to read): its Read or Write fails at once
+// (EBADF), while no edge would ever end a wait for its readiness. The
+// access mode never changes, so it is read once (fcntl(2)), on the first
+// wait that would park.
+func (fd *FD) cannot(mode pollfd.Mode) bool {
+	f := fd.flags.Load()
+	if f&flagAccessKnown == 0 {
+		fl, err := unix.FcntlInt(uintptr(fd.Sysfd), unix.F_GETFL, 0)
+		if err != nil {
+			return false
+		}
+		set := uint32(flagAccessKnown)
+		switch fl & unix.O_ACCMODE {
+		case unix.O_RDONLY:
+			set |= flagReadOnly
+		case unix.O_WRONLY:
+			set |= flagWriteOnly
+		}
+		f = fd.flags.Or(set) | set
+	}
+	if mode == pollfd.ModeRead {
+		return f&flagWriteOnly != 0
+	}
+	return f&flagReadOnly != 0
 }
 
 // errUnwatchable is Watch's error for a descriptor epoll refused.
