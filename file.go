@@ -408,18 +408,19 @@ func (f *File) WriteTo(w io.Writer) (int64, error) {
 	if err := f.checkValid("read"); err != nil {
 		return 0, err
 	}
-	if tc, ok := w.(*TCPConn); ok && spliceEnd(f) != nil {
-		return tc.ReadFrom(f)
-	}
-	if dst, src := spliceEnd(w), spliceEnd(f); dst != nil && src != nil {
-		if n, err, handled, srcErr := poll.SpliceEnds(dst, src, 0); handled {
-			switch d := w.(type) {
-			case *File:
-				return n, fileCopyError(f, d, err, srcErr)
-			case *UnixConn:
-				return n, pipeToConnError(d.fd, f, err, srcErr)
+	if src := spliceEnd(f); src != nil {
+		switch d := w.(type) {
+		case *TCPConn:
+			return d.ReadFrom(f)
+		case *UnixConn, *File:
+			if dst := spliceEnd(w); dst != nil {
+				if n, err, handled, srcErr := poll.SpliceEnds(dst, src, 0); handled {
+					if wf, ok := d.(*File); ok {
+						return n, fileCopyError(f, wf, err, srcErr)
+					}
+					return n, pipeToConnError(d.(*UnixConn).fd, f, err, srcErr)
+				}
 			}
-			return n, f.wrapErr("read", wrapSyscallError("splice", err))
 		}
 	}
 	return io.Copy(w, fileWithoutWriteTo{f})
