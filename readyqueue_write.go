@@ -9,6 +9,8 @@ import (
 	"net"
 	"slices"
 	"sync"
+
+	"github.com/gatenet/gatenet/internal/poll"
 )
 
 // Output a ReadyQueue holds for its members: the write side of event mode.
@@ -112,6 +114,9 @@ func (q *ReadyQueue) Write(p Pollable, b []byte) (int, error) {
 			}
 		} else {
 			fd.Decref()
+		}
+		if fd.Desc() == nil { // a regular file: Add can never take it
+			return 0, opError("write", p, poll.ErrUnwatchable)
 		}
 		return 0, opError("write", p, errNotMember)
 	}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -593,6 +594,19 @@ func TestReadyQueueMisuse(t *testing.T) {
 	_, err = q.Write(ln.(gatenet.Pollable), []byte("x"))
 	require.ErrorAs(t, err, &op)
 	require.Contains(t, err.Error(), "byte stream")
+
+	// A regular file, which Add can never take: Write says so, not "Add
+	// it first".
+	f, err := gatenet.OpenFile(filepath.Join(t.TempDir(), "regular"), os.O_RDWR|os.O_CREATE, 0o600)
+	require.NoError(t, err)
+	defer f.Close()
+	addErr := q.Add(f)
+	require.ErrorAs(t, addErr, &op)
+	_, err = q.Write(f, []byte("x"))
+	require.ErrorAs(t, err, &op)
+	require.Equal(t, "write", op.Op)
+	require.NotContains(t, err.Error(), "Add it first")
+	require.Equal(t, errors.Unwrap(addErr).Error(), errors.Unwrap(err).Error(), "Write's reason is Add's")
 
 	// A closed conn or File: the closed error of its kind.
 	_, cs := testutil.TCPPair(t)

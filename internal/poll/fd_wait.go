@@ -115,8 +115,8 @@ func (fd *FD) cannot(mode pollfd.Mode) bool {
 	return f&flagReadOnly != 0
 }
 
-// errUnwatchable is Watch's error for a descriptor epoll refused.
-var errUnwatchable = errors.New("gatenet: a descriptor epoll refused cannot be watched")
+// ErrUnwatchable is Watch's error for a descriptor epoll refused.
+var ErrUnwatchable = errors.New("gatenet: a descriptor epoll refused cannot be watched")
 
 // Watch adds the descriptor to l, with v as what l's Next hands out
 // (pollfd.Desc.Watch), or re-arms it: if it is readable already, l reports
@@ -128,7 +128,7 @@ func (fd *FD) Watch(l *pollfd.ReadyList, v any) error {
 	}
 	defer fd.Decref()
 	if fd.pd == nil {
-		return errUnwatchable
+		return ErrUnwatchable
 	}
 	flags := fd.flags.Load()
 	if flags&flagFilled != 0 {
@@ -163,7 +163,7 @@ func (fd *FD) WatchWrite(l *pollfd.ReadyList, holdReads bool) error {
 	}
 	defer fd.Decref()
 	if fd.pd == nil {
-		return errUnwatchable
+		return ErrUnwatchable
 	}
 	return convertPollErr(fd.pd.WatchWrite(l, holdReads), fd.isFile)
 }
