@@ -45,21 +45,20 @@ func (fd *netFD) joinGroup(ifi *net.Interface, group net.IP) error {
 	defer fd.pfd.Decref()
 	s := fd.pfd.Sysfd
 	if ip4 := group.To4(); ip4 != nil { // by the group's family, not the socket's, as net
-		mreq := &unix.IPMreq{Multiaddr: [4]byte(ip4)}
+		// The interface by index (ip_mreqn), as net's on Linux: it need
+		// have no IPv4 address, and one it shares with another cannot
+		// pick the wrong one.
+		mreq := &unix.IPMreqn{Multiaddr: [4]byte(ip4)}
 		if ifi != nil {
-			addr, err := interfaceIPv4(ifi)
-			if err != nil {
-				return err
-			}
-			mreq.Interface = addr
-			if err := unix.SetsockoptInet4Addr(s, unix.IPPROTO_IP, unix.IP_MULTICAST_IF, addr); err != nil {
+			mreq.Ifindex = int32(ifi.Index)
+			if err := unix.SetsockoptIPMreqn(s, unix.IPPROTO_IP, unix.IP_MULTICAST_IF, &unix.IPMreqn{Ifindex: mreq.Ifindex}); err != nil {
 				return os.NewSyscallError("setsockopt", err)
 			}
 		}
 		if err := unix.SetsockoptByte(s, unix.IPPROTO_IP, unix.IP_MULTICAST_LOOP, 0); err != nil {
 			return os.NewSyscallError("setsockopt", err)
 		}
-		return os.NewSyscallError("setsockopt", unix.SetsockoptIPMreq(s, unix.IPPROTO_IP, unix.IP_ADD_MEMBERSHIP, mreq))
+		return os.NewSyscallError("setsockopt", unix.SetsockoptIPMreqn(s, unix.IPPROTO_IP, unix.IP_ADD_MEMBERSHIP, mreq))
 	}
 	mreq := &unix.IPv6Mreq{Multiaddr: [16]byte(group.To16())}
 	if ifi != nil {
@@ -72,21 +71,4 @@ func (fd *netFD) joinGroup(ifi *net.Interface, group net.IP) error {
 		return os.NewSyscallError("setsockopt", err)
 	}
 	return os.NewSyscallError("setsockopt", unix.SetsockoptIPv6Mreq(s, unix.IPPROTO_IPV6, unix.IPV6_JOIN_GROUP, mreq))
-}
-
-// interfaceIPv4 is the first IPv4 address of ifi, as net's multicast
-// code uses to name an interface to IPv4.
-func interfaceIPv4(ifi *net.Interface) ([4]byte, error) {
-	addrs, err := ifi.Addrs()
-	if err != nil {
-		return [4]byte{}, err
-	}
-	for _, a := range addrs {
-		if ipn, ok := a.(*net.IPNet); ok {
-			if ip4 := ipn.IP.To4(); ip4 != nil {
-				return [4]byte(ip4), nil
-			}
-		}
-	}
-	return [4]byte{}, &net.AddrError{Err: "no IPv4 address on the interface", Addr: ifi.Name}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -99,22 +100,25 @@ func TestListenMulticastUDPBadInput(t *testing.T) {
 	}
 }
 
+// multicastOutcome is a ListenMulticastUDP's result as text, the port
+// masked; it closes the conn.
+func multicastOutcome[C interface {
+	LocalAddr() net.Addr
+	Close() error
+}](c C, err error) string {
+	if err != nil {
+		return (*sockNames)(nil).str(err.Error())
+	}
+	defer c.Close()
+	return "ok " + (*sockNames)(nil).str(c.LocalAddr().String())
+}
+
 // TestListenMulticastUDPFamilies: the group's family picks the membership
 // options, as net's: an IPv4 group on a "udp6" socket joins with
 // IP_ADD_MEMBERSHIP (gatenet tried IPV6_JOIN_GROUP and failed with EINVAL
 // where net succeeded). Each outcome compares with net's, port masked.
 func TestListenMulticastUDPFamilies(t *testing.T) {
 	testutil.CheckLeaks(t)
-	outcome := func(c interface {
-		LocalAddr() net.Addr
-		Close() error
-	}, err error) string {
-		if err != nil {
-			return (*sockNames)(nil).str(err.Error())
-		}
-		defer c.Close()
-		return "ok " + (*sockNames)(nil).str(c.LocalAddr().String())
-	}
 	for _, tc := range []struct {
 		network string
 		group   net.IP
@@ -126,8 +130,48 @@ func TestListenMulticastUDPFamilies(t *testing.T) {
 	} {
 		t.Run(tc.network+"/"+tc.group.String(), func(t *testing.T) {
 			gaddr := &net.UDPAddr{IP: tc.group}
-			want := outcome(net.ListenMulticastUDP(tc.network, nil, gaddr))
-			got := outcome(gatenet.ListenMulticastUDP(tc.network, nil, gaddr))
+			want := multicastOutcome(net.ListenMulticastUDP(tc.network, nil, gaddr))
+			got := multicastOutcome(gatenet.ListenMulticastUDP(tc.network, nil, gaddr))
+			t.Logf("net: %s", want)
+			require.Equal(t, want, got)
+		})
+	}
+}
+
+// TestListenMulticastUDPInterfaces: an IPv4 group is joined on the
+// interface by its index (ip_mreqn), as net's on Linux, not by an IPv4
+// address looked up on it: an interface with no IPv4 address joins, and
+// an index with no interface fails with the kernel's error, not with an
+// address error net never gives. Each outcome compares with net's.
+func TestListenMulticastUDPInterfaces(t *testing.T) {
+	testutil.CheckLeaks(t)
+	lo, err := net.InterfaceByName("lo")
+	require.NoError(t, err)
+	ifis := map[string]*net.Interface{
+		"lo":          lo,
+		"no such one": {Index: 1 << 30, Name: "gatenet-none"},
+	}
+	all, err := net.Interfaces()
+	require.NoError(t, err)
+	for i := range all {
+		addrs, err := all[i].Addrs()
+		require.NoError(t, err)
+		if !slices.ContainsFunc(addrs, func(a net.Addr) bool {
+			ipn, ok := a.(*net.IPNet)
+			return ok && ipn.IP.To4() != nil
+		}) {
+			ifis["without IPv4 ("+all[i].Name+")"] = &all[i]
+			break
+		}
+	}
+	if len(ifis) == 2 {
+		t.Log("every interface here has an IPv4 address: that case is not run")
+	}
+	for name, ifi := range ifis {
+		t.Run(name, func(t *testing.T) {
+			gaddr := &net.UDPAddr{IP: net.IPv4(239, 255, 77, 4)}
+			want := multicastOutcome(net.ListenMulticastUDP("udp4", ifi, gaddr))
+			got := multicastOutcome(gatenet.ListenMulticastUDP("udp4", ifi, gaddr))
 			t.Logf("net: %s", want)
 			require.Equal(t, want, got)
 		})
