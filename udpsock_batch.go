@@ -60,7 +60,8 @@ func (c *UDPConn) batchState() *udpBatch {
 // each of the first n messages it sets N (payload bytes, scattered over
 // Buffers), NN (control bytes in OOB), Flags (MSG_TRUNC, MSG_CTRUNC) and
 // Addr (a *net.UDPAddr). flags are recvmmsg's (MSG_DONTWAIT: EAGAIN
-// instead of a wait). Errors are a *net.OpError (Op "read") whose Err is
+// instead of a wait; MSG_PEEK, MSG_TRUNC, MSG_WAITFORONE, MSG_ERRQUEUE
+// as the kernel's, with UDP_GRO on too). Errors are a *net.OpError (Op "read") whose Err is
 // net.ErrClosed, os.ErrDeadlineExceeded or an *os.SyscallError
 // ("recvmmsg").
 //
@@ -94,13 +95,14 @@ func (c *UDPConn) ReadBatch(ms []ipv4.Message, flags int) (int, error) {
 			b.groTried = true
 			c.enableGRO(b)
 		}
-		if b.gro.Load() {
+		trains := b.gro.Load() && flags&unix.MSG_ERRQUEUE == 0 // the error queue holds none
+		if trains {
 			n, err = c.readTrains(b, ms, flags)
 		} else {
 			n, err = c.readBatchDirect(b, ms, flags)
 		}
 		b.rmu.Unlock()
-		if err != unix.EAGAIN || !b.gro.Load() || flags&unix.MSG_DONTWAIT != 0 {
+		if err != unix.EAGAIN || !trains || flags&unix.MSG_DONTWAIT != 0 {
 			break
 		}
 		// Wait with rmu released: other readers' contexts stay theirs.

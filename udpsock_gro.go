@@ -31,12 +31,21 @@ import (
 // ones. The buffers come from a pool while trains are held and go back
 // when the last datagram is handed out or nothing arrived: a reader
 // parked on an idle socket holds none.
+//
+// A train's control messages are received into a buffer the size of the
+// caller's, plus room for UDP_GRO's own, and never less than groOOBSize:
+// the kernel cuts them (MSG_CTRUNC) where it would have cut the caller's.
+// A datagram held from a train that a call with less room received
+// carries that call's cut.
 
 const (
 	groSlots   = 8       // trains per recvmmsg(2)
 	groBufSize = 1 << 16 // a train's payload is at most 65,535 bytes
-	groOOBSize = 256     // a train's control data: UDP_GRO, TOS, PKTINFO…
+	groOOBSize = 256     // a train's control data at least: UDP_GRO, TOS, PKTINFO…
 )
+
+// groCmsgSpace is the room UDP_GRO's control message takes.
+var groCmsgSpace = unix.CmsgSpace(4)
 
 var groBufs = sync.Pool{New: func() any { return new([groBufSize]byte) }}
 
@@ -46,20 +55,22 @@ type trains struct {
 	hs     [groSlots]poll.Mmsghdr
 	iovs   [groSlots]unix.Iovec
 	names  [groSlots]unix.RawSockaddrAny
-	oobs   [groSlots][groOOBSize]byte
+	oobs   []byte // control buffers, oobLen bytes per slot
+	oobLen int
+	oobFor int                         // the room the call asks for: its callers' control buffers'
 	bufs   [groSlots]*[groBufSize]byte // from groBufs while held
 	k      int                         // slots armed for the next recvmmsg(2)
 	family int                         // the socket's
 
 	n, cur int // trains received, and the one being cut
 	// The train being cut:
-	off, size, seg int            // next datagram's offset, the train's size, its segment size
-	flags          int            // its recvmsg flags worth passing on (MSG_CTRUNC)
-	trunc          bool           // the kernel truncated it (MSG_TRUNC)
-	from           netip.AddrPort // its sender
-	addr           *net.UDPAddr   // from, made for a batch's messages once per train
-	ctl            []byte         // its control messages less UDP_GRO's
-	ctlBuf         [groOOBSize]byte
+	off, size, seg int              // next datagram's offset, the train's size, its segment size
+	flags          int              // its recvmsg flags worth passing on (MSG_CTRUNC)
+	trunc          bool             // the kernel truncated it (MSG_TRUNC)
+	from           netip.AddrPort   // its sender
+	addr           *net.UDPAddr     // from, made for a batch's messages once per train
+	ctl            []byte           // its control messages less UDP_GRO's
+	ctlBuf         [groOOBSize]byte // ctl's, while they fit
 
 	// What a call hands held datagrams out to, set under rmu for one
 	// receive: a batch's messages (dst), or one datagram's buffers (one).
@@ -71,6 +82,9 @@ type trains struct {
 	oneNN  int
 	oneFl  int
 	oneFr  netip.AddrPort
+	peek   bool       // MSG_PEEK: hand out without taking
+	full   bool       // MSG_TRUNC: N is a datagram's whole length
+	kflags int        // the caller's flags the kernel's receive takes too
 	served int        // what held handed out
 	heldFn func() int // held, bound once
 
@@ -113,18 +127,32 @@ func (c *UDPConn) groOn() bool {
 // to len(ms), as recvmmsg(2)'s is. EAGAIN when nothing was there. b.rmu
 // is held; callers wait (WaitReadable) with it released, so that a
 // reader waiting for a datagram holds up no other reader's context.
+//
+// flags are recvmmsg(2)'s as the held datagrams take them: MSG_PEEK hands
+// out the next datagram without taking it, in every message, as the
+// kernel peeks its next one; MSG_TRUNC makes N the datagram's whole
+// length; MSG_WAITFORONE is what ReadBatch does anyway (it waits for one
+// and takes what is there then), MSG_DONTWAIT what readTrains does. The
+// rest go to the kernel with its receive. (MSG_ERRQUEUE never comes here:
+// the error queue holds no trains.)
 func (c *UDPConn) readTrains(b *udpBatch, ms []ipv4.Message, flags int) (int, error) {
-	if flags&^unix.MSG_DONTWAIT != 0 {
-		// MSG_PEEK, MSG_ERRQUEUE…: their answer would be a train.
-		return 0, unix.EOPNOTSUPP
-	}
 	t := b.tr
 	if err := t.takeErr(); err != nil {
 		return 0, err
 	}
+	t.peek, t.full = flags&unix.MSG_PEEK != 0, flags&unix.MSG_TRUNC != 0
+	t.kflags = flags &^ (unix.MSG_PEEK | unix.MSG_TRUNC | unix.MSG_WAITFORONE | unix.MSG_DONTWAIT)
+	t.oobFor = 0
+	for i := range ms {
+		t.oobFor = max(t.oobFor, len(ms[i].OOB))
+	}
+	defer func() { t.peek, t.full, t.kflags = false, false, 0 }()
 	got := 0
 	for got < len(ms) {
 		t.dst, t.k = ms[got:], min(len(ms)-got, groSlots)
+		if t.peek {
+			t.k = 1 // the kernel's next train, in every message
+		}
 		n, more, err := c.receive(context.Background(), t)
 		t.dst = nil
 		if err != nil {
@@ -137,7 +165,7 @@ func (c *UDPConn) readTrains(b *udpBatch, ms []ipv4.Message, flags int) (int, er
 			break
 		}
 		got += n
-		if !more {
+		if !more || t.peek {
 			break
 		}
 	}
@@ -151,7 +179,7 @@ func (c *UDPConn) readOneTrain(ctx context.Context, b *udpBatch, p, oob []byte) 
 	if err := t.takeErr(); err != nil {
 		return 0, 0, 0, netip.AddrPort{}, err
 	}
-	t.one, t.oneBuf[0], t.oneOOB, t.k = true, p, oob, 1
+	t.one, t.oneBuf[0], t.oneOOB, t.k, t.oobFor = true, p, oob, 1, len(oob)
 	_, _, err = c.receive(ctx, t)
 	t.one, t.oneBuf[0], t.oneOOB = false, nil, nil
 	if err != nil {
@@ -168,7 +196,11 @@ func (c *UDPConn) readOneTrain(ctx context.Context, b *udpBatch, p, oob []byte) 
 func (c *UDPConn) receive(ctx context.Context, t *trains) (handed int, more bool, err error) {
 	t.served = 0
 	k := t.k
-	n, err := c.fd.pfd.RecvMmsgContext(ctx, t.hs[:k], unix.MSG_DONTWAIT, t.heldFn)
+	kflags := unix.MSG_DONTWAIT | t.kflags
+	if t.peek {
+		kflags |= unix.MSG_PEEK
+	}
+	n, err := c.fd.pfd.RecvMmsgContext(ctx, t.hs[:k], kflags, t.heldFn)
 	if err != nil {
 		t.release()
 		return 0, false, err
@@ -178,6 +210,10 @@ func (c *UDPConn) receive(ctx context.Context, t *trains) (handed int, more bool
 	}
 	t.load(n)
 	handed = t.serve()
+	if t.peek { // the kernel keeps the train: hold none of it
+		t.n, t.cur = 0, 0
+		t.release()
+	}
 	return handed, n == k && !t.pending(), nil
 }
 
@@ -209,6 +245,9 @@ func (t *trains) held() int {
 		t.served = t.serve()
 		return t.served
 	}
+	if want := max(groOOBSize, t.oobFor+groCmsgSpace); t.oobLen < want {
+		t.oobs, t.oobLen = make([]byte, groSlots*want), want // nothing held points into the old
+	}
 	for i := range t.k {
 		if t.bufs[i] == nil {
 			t.bufs[i] = groBufs.Get().(*[groBufSize]byte)
@@ -220,8 +259,8 @@ func (t *trains) held() int {
 		h.Hdr.SetIovlen(1)
 		h.Hdr.Name = (*byte)(unsafe.Pointer(&t.names[i]))
 		h.Hdr.Namelen = unix.SizeofSockaddrAny
-		h.Hdr.Control = &t.oobs[i][0]
-		h.Hdr.SetControllen(groOOBSize)
+		h.Hdr.Control = &t.oobs[i*t.oobLen]
+		h.Hdr.SetControllen(t.oobLen)
 	}
 	return 0
 }
@@ -259,7 +298,7 @@ func (t *trains) begin() {
 	t.flags = int(h.Hdr.Flags) & unix.MSG_CTRUNC
 	t.trunc = h.Hdr.Flags&unix.MSG_TRUNC != 0
 	t.ctl = t.ctlBuf[:0]
-	data := t.oobs[t.cur][:h.Hdr.Controllen]
+	data := t.oobs[t.cur*t.oobLen:][:h.Hdr.Controllen]
 	for len(data) > 0 {
 		hdr, body, rest, err := unix.ParseOneSocketControlMessage(data)
 		if err != nil {
@@ -305,10 +344,16 @@ func (t *trains) take(bufs [][]byte, oob []byte) (n, nn, flags int) {
 	if n < len(data) || (t.trunc && end == t.size) {
 		flags |= unix.MSG_TRUNC
 	}
+	if t.full {
+		n = len(data)
+	}
 	var ctrunc bool
 	nn, ctrunc = t.copyCtl(oob)
 	if ctrunc {
 		flags |= unix.MSG_CTRUNC
+	}
+	if t.peek {
+		return n, nn, flags
 	}
 	t.off = end
 	if t.off >= t.size {
