@@ -56,7 +56,9 @@ func packetConnOf(fd *netFD) interface {
 } {
 	switch fd.localAddr().(type) {
 	case *net.UDPAddr:
-		return newUDPConn(fd)
+		c := newUDPConn(fd)
+		c.adoptGRO()
+		return c
 	case *net.IPAddr:
 		return newIPConn(fd)
 	case *net.UnixAddr:

@@ -73,7 +73,8 @@ func (c *UDPConn) batchState() *udpBatch {
 // UDP_GRO's, and one *net.UDPAddr shared by the train's datagrams. From
 // then on every read method of c splits trains the same way, so that no
 // reader ever sees one; only a read through SyscallConn or File sees the
-// kernel's queue as it is. A read already blocked when the first
+// kernel's queue as it is (a conn FilePacketConn or FileConn makes of
+// that File cuts trains again). A read already blocked when the first
 // ReadBatch begins may still receive one train whole: begin batch reads
 // before other readers, as a QUIC endpoint does.
 //

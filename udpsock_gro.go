@@ -112,6 +112,29 @@ func (c *UDPConn) enableGRO(b *udpBatch) {
 	b.gro.Store(true)
 }
 
+// adoptGRO is enableGRO for a socket made of a file (FileConn,
+// FilePacketConn) that had UDP_GRO on already, as a File of a conn that
+// ran a ReadBatch has: its reads cut trains from the start. Where this
+// package cannot cut them (faults, a bubble), it turns the option off, so
+// that no read returns a train whole.
+func (c *UDPConn) adoptGRO() {
+	if err := c.fd.pfd.Incref(); err != nil {
+		return
+	}
+	on, err := unix.GetsockoptInt(c.fd.pfd.Sysfd, unix.IPPROTO_UDP, unix.UDP_GRO)
+	c.fd.pfd.Decref()
+	if err != nil || on == 0 {
+		return
+	}
+	b := c.batchState()
+	b.rmu.Lock()
+	defer b.rmu.Unlock()
+	b.groTried = true
+	if c.enableGRO(b); !b.gro.Load() {
+		c.fd.setsockoptInt(unix.IPPROTO_UDP, unix.UDP_GRO, 0)
+	}
+}
+
 // groOn reports whether c's reads go through trains.
 func (c *UDPConn) groOn() bool {
 	if c == nil {

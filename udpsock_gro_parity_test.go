@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -218,4 +219,47 @@ func TestUDPWriteBatch(t *testing.T) {
 	_, err = tx.WriteBatch(ms[1:], 0)
 	var ae *net.AddrError
 	require.True(t, errors.As(err, &ae), "%v", err)
+}
+
+// TestUDPGROFileConnCutsTrains: a socket handed over with UDP_GRO on (the
+// File of a conn that ran a ReadBatch) still reads datagram by datagram
+// through FilePacketConn and FileConn: a train sent to it is cut. Before,
+// the new conn returned the train as one datagram.
+func TestUDPGROFileConnCutsTrains(t *testing.T) {
+	testutil.CheckLeaks(t)
+	for name, fromFile := range map[string]func(*os.File) (net.Conn, error){
+		"FilePacketConn": func(f *os.File) (net.Conn, error) {
+			c, err := gatenet.FilePacketConn(f)
+			if err != nil {
+				return nil, err
+			}
+			return c.(net.Conn), nil
+		},
+		"FileConn": gatenet.FileConn,
+	} {
+		t.Run(name, func(t *testing.T) {
+			rx, tx := listenUDPPair(t)
+			groOn(t, rx)
+			f, err := rx.File()
+			require.NoError(t, err)
+			c, err := fromFile(f)
+			require.NoError(t, f.Close())
+			require.NoError(t, err)
+			defer c.Close()
+			require.NoError(t, rx.Close())
+			require.Equal(t, 1, groOption(t, c.(syscall.Conn)))
+
+			payload := trainPayload(5*100, 100)
+			_, _, err = tx.WriteMsgUDP(payload, gsoOOB(100), c.LocalAddr().(*net.UDPAddr))
+			require.NoError(t, err)
+			require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
+			b := make([]byte, 1000)
+			for i := range 5 {
+				n, _, err := c.(net.PacketConn).ReadFrom(b)
+				require.NoError(t, err)
+				require.Equal(t, 100, n, "datagram %d: a train returned whole", i)
+				require.Equal(t, payload[i*100:(i+1)*100], b[:n], "datagram %d", i)
+			}
+		})
+	}
 }
