@@ -113,7 +113,9 @@ package pollfd
 //   - One waiter per direction. The fd layer's read and write locks
 //     serialise waiters, so no second consumer can steal an edge. Wait still
 //     refuses a second concurrent waiter (ErrDoubleWait) rather than
-//     corrupting the gate.
+//     corrupting the gate: one that comes while the first is parked
+//     (waiting) or woken and not yet run (woken), since the first one's
+//     resume would otherwise take the second's token or withdraw its park.
 //   - Cancellation versus wake. The context's callback is a waker like the
 //     others: it needs waiting, clears it and sends the one token under mu,
 //     so whichever of it and an edge, a deadline or Unblock comes first
@@ -391,6 +393,9 @@ func (d *Desc) Wait(mode Mode) error {
 // park slot (slots.go says why). The callers run it before they descend
 // into wait, to keep the parked stack shallow.
 func (d *Desc) harvest() (busy bool) {
+	if d.is(descClosing) {
+		return false // the wait fails at once; the shard may be closing too
+	}
 	if n := d.shard.runnable.Load(); n > 0 {
 		if d.shard.harvest {
 			d.shard.stats.harvestsDeferred.Add(1)
@@ -485,15 +490,17 @@ func (d *Desc) beginWait(mode Mode) (*gate, error) {
 // (done, nil), or fail (done, err) on an error or a second waiter;
 // otherwise the wait must park. Called with mu held.
 func (d *Desc) settleLocked(mode Mode, g *gate) (done bool, err error) {
+	if g.waiting || g.woken {
+		// Another waiter is parked, or woken and not yet run: its resume
+		// would take this one's token or withdraw its park.
+		return true, ErrDoubleWait
+	}
 	if g.ready {
 		g.ready = false
 		return true, nil
 	}
 	if err := d.check(mode, g); err != nil {
 		return true, err
-	}
-	if g.waiting {
-		return true, ErrDoubleWait
 	}
 	if w := d.watchLocked(); w != nil && g == &d.rg && !w.queued {
 		w.armed = true // a read hit EAGAIN: the next edge is news (ready.go)

@@ -4,6 +4,7 @@ package pollfd_test
 
 import (
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -297,6 +298,31 @@ func TestDoubleWait(t *testing.T) {
 		requireParked(t, writer, 20*time.Millisecond, "nothing made room")
 		d.Unblock()
 		require.ErrorIs(t, recvErr(t, writer), pollfd.ErrClosing)
+	})
+}
+
+// TestDoubleWaitWhileWoken: a second Wait that comes while the first
+// waiter is woken but has not run yet is refused too. It was let park: the
+// first one's resume then took it for its own park and withdrew it, and
+// one of the two slept on with nothing left to wake it, Unblock and Close
+// included. The deadline wakes the first without Ready and is moved back
+// before it runs: with GOMAXPROCS 1 the second Wait, started last, runs
+// first (the scheduler's runnext), or it finds the first parked again.
+func TestDoubleWaitWhileWoken(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	eachStrategy(t, func(t *testing.T, p *pollfd.Poller) {
+		a, _ := newSocketpair(t)
+		d := openSettled(t, p, a)
+		first, _ := parkedRead(t, p, d)
+		require.NoError(t, d.SetDeadline(time.Now().Add(-time.Second), pollfd.ModeRead)) // wakes it
+		require.NoError(t, d.SetDeadline(time.Time{}, pollfd.ModeRead))
+		second := goWait(d, pollfd.ModeRead)
+		require.ErrorIs(t, recvErr(t, second), pollfd.ErrDoubleWait)
+
+		// The first parks again, and Unblock still reaches it.
+		requireParked(t, first, 20*time.Millisecond, "no edge, no deadline")
+		d.Unblock()
+		require.ErrorIs(t, recvErr(t, first), pollfd.ErrClosing)
 	})
 }
 

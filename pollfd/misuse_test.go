@@ -6,6 +6,7 @@ import (
 	"context"
 	"math"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -247,4 +248,53 @@ func TestLateIdleWakeAfterClose(t *testing.T) {
 	var b [16]byte
 	n, err := unix.Read(pipe[0], b[:])
 	require.ErrorIs(t, err, unix.EAGAIN, "read %d bytes nobody wrote", n)
+}
+
+// TestWaitOnClosedDescHarvestsNothing: a Wait on a Desc whose poller is
+// closed fails with ErrClosing and reads no epoll instance. It harvested
+// first: epoll_wait on the closed shard's descriptor number, which an
+// epoll instance made since may hold, taking that one's edge-triggered
+// events and dropping them as stale, so that its own waiter never heard
+// of data that had come.
+func TestWaitOnClosedDescHarvestsNothing(t *testing.T) {
+	testutil.CheckLeaks(t)
+	p, err := pollfd.New(pollfd.Options{Strategy: pollfd.Nested, Harvest: true})
+	require.NoError(t, err)
+	r, _ := newPipe(t)
+	d, err := p.Open(r)
+	require.NoError(t, err)
+	// The poller's epoll numbers, which another instance takes over below.
+	var epolls []int
+	for fd := range 4096 {
+		if p.IsPollDescriptor(fd) {
+			if link, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); err == nil && link == "anon_inode:[eventpoll]" {
+				epolls = append(epolls, fd)
+			}
+		}
+	}
+	require.NotEmpty(t, epolls)
+	d.Unblock()
+	require.NoError(t, d.Close())
+	require.NoError(t, p.Close())
+
+	other, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	require.NoError(t, err)
+	defer unix.Close(other)
+	for _, fd := range epolls {
+		if fd != other {
+			require.NoError(t, unix.Dup3(other, fd, unix.O_CLOEXEC))
+			defer unix.Close(fd)
+		}
+	}
+	r2, w2 := newPipe(t)
+	require.NoError(t, unix.EpollCtl(other, unix.EPOLL_CTL_ADD, r2, &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLET, Fd: int32(r2)}))
+	_, err = unix.Write(w2, []byte{1})
+	require.NoError(t, err)
+
+	require.ErrorIs(t, d.Wait(pollfd.ModeRead), pollfd.ErrClosing)
+	events := make([]unix.EpollEvent, 4)
+	n, err := unix.EpollWait(other, events, 0)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "the other epoll's edge was taken")
+	require.Equal(t, int32(r2), events[0].Fd)
 }

@@ -181,7 +181,13 @@ func (s *shard) close() error {
 	liveMu.Unlock()
 	err := s.loop.stop(s)
 	s.parkSlots.stop()
-	if cerr := unix.Close(s.epfd); err == nil && cerr != nil {
+	// Under the harvester's lock: a harvest that began before closed was
+	// set ends before epfd closes, and one that begins after sees closed
+	// (harvestNow), so none reads another epoll that reuses the number.
+	s.harvester.mu.Lock()
+	cerr := unix.Close(s.epfd)
+	s.harvester.mu.Unlock()
+	if err == nil && cerr != nil {
 		err = os.NewSyscallError("close", cerr)
 	}
 	return err

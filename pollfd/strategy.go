@@ -89,10 +89,12 @@ func (s *shard) harvestNow() {
 	if !h.mu.TryLock() {
 		return
 	}
-	n, errno := epollWaitNow(s.epfd, h.buf[:])
-	if errno == 0 && n > 0 {
-		s.stats.harvests.Add(1)
-		s.dispatch(h.buf[:n], false)
+	if !s.closed.Load() { // else epfd's number may be another epoll's now (close)
+		n, errno := epollWaitNow(s.epfd, h.buf[:])
+		if errno == 0 && n > 0 {
+			s.stats.harvests.Add(1)
+			s.dispatch(h.buf[:n], false)
+		}
 	}
 	h.mu.Unlock()
 }
