@@ -9,6 +9,7 @@ package gatenet_test
 
 import (
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -225,6 +226,29 @@ func TestSockParityDeadlines(t *testing.T) {
 		require.True(t, o.BigWrite.Deadline)
 		require.True(t, o.BigWritePartial)
 		require.Equal(t, "after", o.Payload)
+	})
+}
+
+// TestSockParityDeadlineBothWays: after SetDeadline, a Read that timed
+// out is followed by a Write that times out too, as net's (one timer for
+// equal deadlines). gatenet's Write went through in about 85 of 100
+// tries: the write direction's own timer had not run yet.
+func TestSockParityDeadlineBothWays(t *testing.T) {
+	sockParityStreams(t, func(t *testing.T, s sockStack, network string) (writesThrough int) {
+		c, _, _ := sockPair(t, s, network)
+		for range 30 {
+			require.NoError(t, c.SetDeadline(time.Now().Add(2*time.Millisecond)))
+			_, err := c.Read(make([]byte, 8))
+			require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+			if _, err := c.Write([]byte("x")); err == nil {
+				writesThrough++
+			} else {
+				require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+			}
+		}
+		return writesThrough
+	}, func(t *testing.T, s sockStack, network string, writesThrough int) {
+		require.Zero(t, writesThrough, "writes after a read that timed out")
 	})
 }
 

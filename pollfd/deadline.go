@@ -13,7 +13,10 @@ package pollfd
 //   - a deadline set in the past wakes the current waiter, without
 //     readiness, and it returns ErrTimeout; a deadline moved into the future
 //     or cleared wakes nobody: the waiter keeps waiting under the new rule;
-//   - read and write deadlines are independent; ModeReadWrite sets both.
+//   - read and write deadlines are independent; ModeReadWrite sets both,
+//     and deadlines of the same instant expire together, as the runtime's
+//     one timer for both does: whichever direction's timer fires first
+//     expires the other too (deadlineFired).
 //
 // The deadline generation. Every SetDeadline, and Unblock, bumps the gate's
 // timer's seq under mu. Arming the timer records armed = seq. When it fires,
@@ -202,14 +205,34 @@ func (d *Desc) deadlineFired(g *gate, made uint32) {
 		d.mu.Unlock() // stale: re-armed, cleared or unblocked since
 		return
 	}
-	g.expired = true
-	gt.deadline = 0
-	d.writeExpiredLocked(g)
 	// Counted before the wake, so a waiter that returns ErrTimeout always
 	// finds its timer in Stats.
 	d.shard.stats.timerFires.Add(1)
+	o := &d.wg
+	if g == o {
+		o = &d.rg
+	}
+	if ot := o.dl; ot != nil && ot.deadline == gt.deadline && ot.armed == ot.seq &&
+		ot.timers > 0 && ot.fake == gt.fake && ot.bubble == gt.bubble {
+		// The other direction's deadline is the same instant on the same
+		// clock: it expires now too, as the runtime's one timer for equal
+		// read and write deadlines expires both (netpollDeadline). Its own
+		// timer, when it fires, finds the deadline gone. A read that a
+		// SetDeadline timed out is never followed by a write that it did
+		// not.
+		d.expireLocked(o)
+	}
+	d.expireLocked(g)
+	d.mu.Unlock()
+}
+
+// expireLocked expires g's deadline and wakes its waiter. Called with mu
+// held.
+func (d *Desc) expireLocked(g *gate) {
+	g.expired = true
+	g.dl.deadline = 0
+	d.writeExpiredLocked(g)
 	if d.wakeLocked(g) {
 		d.shard.stats.wakeupsDeadline.Add(1)
 	}
-	d.mu.Unlock()
 }

@@ -34,6 +34,7 @@ var deadlineCases = []deadlineCase{
 	{"PastDeadlineWakesWaiter", testPastDeadlineWakesWaiter},
 	{"ExtendWhileParked", testExtendWhileParked},
 	{"ReadWriteIndependent", testReadWriteIndependent},
+	{"EqualDeadlinesExpireTogether", testEqualDeadlinesExpireTogether},
 	{"UnblockBeatsTimeout", testUnblockBeatsTimeout},
 	{"ExpiryBeatsBufferedData", testExpiryBeatsBufferedData},
 	{"StaleTimer", testStaleTimer},
@@ -182,6 +183,34 @@ func testExtendWhileParked(t *testing.T, p *pollfd.Poller, d *pollfd.Desc, w int
 }
 
 // Read and write deadlines are independent; ModeReadWrite sets both.
+// Read and write deadlines of the same instant expire together, as the
+// runtime's one timer for both does: once a Wait for reading timed out, a
+// Prepare for writing fails too, whichever direction's timer ran first.
+// Set with ModeReadWrite or once per direction with the same time. Each
+// direction had its own timer, and the write's often had not run yet.
+// Deadlines of different instants stay apart.
+func testEqualDeadlinesExpireTogether(t *testing.T, p *pollfd.Poller, d *pollfd.Desc, w int) {
+	for i := range 40 {
+		at := time.Now().Add(time.Millisecond)
+		if i%2 == 0 {
+			require.NoError(t, d.SetDeadline(at, pollfd.ModeReadWrite))
+		} else {
+			require.NoError(t, d.SetDeadline(at, pollfd.ModeRead))
+			require.NoError(t, d.SetDeadline(at, pollfd.ModeWrite))
+		}
+		d.Prepare(pollfd.ModeRead) // nil, or ErrTimeout where the deadline passed already
+		require.ErrorIs(t, d.Wait(pollfd.ModeRead), pollfd.ErrTimeout)
+		require.ErrorIs(t, d.Prepare(pollfd.ModeWrite), pollfd.ErrTimeout, "round %d: the read timed out, the write did not", i)
+		require.NoError(t, d.SetDeadline(time.Time{}, pollfd.ModeReadWrite))
+	}
+	require.NoError(t, d.SetDeadline(time.Now().Add(time.Millisecond), pollfd.ModeRead))
+	require.NoError(t, d.SetDeadline(time.Now().Add(time.Hour), pollfd.ModeWrite))
+	d.Prepare(pollfd.ModeRead)
+	require.ErrorIs(t, d.Wait(pollfd.ModeRead), pollfd.ErrTimeout)
+	require.NoError(t, d.Prepare(pollfd.ModeWrite))
+	require.NoError(t, d.SetDeadline(time.Time{}, pollfd.ModeReadWrite))
+}
+
 func testReadWriteIndependent(t *testing.T, p *pollfd.Poller, d *pollfd.Desc, w int) {
 	const r, wr, rw = pollfd.ModeRead, pollfd.ModeWrite, pollfd.ModeReadWrite
 	check := func(readErr, writeErr error) {
