@@ -313,10 +313,11 @@ func (d *Dialer) dialTCPProto(ctx context.Context, network string, laddr, raddr 
 }
 
 func (d *Dialer) dialUnix(ctx context.Context, network string, laddr, raddr *net.UnixAddr) (*UnixConn, error) {
-	// net's unixSocket: an unnamed raddr is none; only a datagram socket
-	// bound to laddr may go without one (it is left unconnected).
+	// net's unixSocket: an unnamed laddr or raddr is none; only a
+	// datagram socket bound to laddr may go without raddr (it is left
+	// unconnected).
 	var la, ra net.Addr
-	if laddr != nil {
+	if laddr != nil && laddr.Name != "" {
 		la = laddr
 	}
 	if raddr != nil && raddr.Name != "" {

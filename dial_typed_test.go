@@ -197,10 +197,13 @@ func TestSockParityDialUnixUnnamed(t *testing.T) {
 		for _, tc := range []struct {
 			name          string
 			laddr, noName bool // noName: raddr is &UnixAddr{} with no name, else nil
+			lNoName       bool // laddr is &UnixAddr{} with no name: none, as net reads it
 		}{
-			{"unnamed", false, true},
-			{"laddr-unnamed", true, true},
-			{"laddr-nil", true, false},
+			{"unnamed", false, true, false},
+			{"laddr-unnamed", true, true, false},
+			{"laddr-nil", true, false, false},
+			{"unnamed-laddr-nil", false, false, true},
+			{"unnamed-laddr-unnamed", false, true, true},
 		} {
 			t.Run(network+"/"+tc.name, func(t *testing.T) {
 				sockParity(t, func(t *testing.T, s sockStack) obs {
@@ -210,6 +213,9 @@ func TestSockParityDialUnixUnnamed(t *testing.T) {
 					if tc.laddr {
 						laddr = &net.UnixAddr{Name: dir + "/local", Net: network}
 						names.add(laddr, "<local>")
+					}
+					if tc.lNoName {
+						laddr = &net.UnixAddr{Net: network}
 					}
 					if tc.noName {
 						raddr = &net.UnixAddr{Net: network}
