@@ -5,6 +5,7 @@ package gatenet
 import (
 	"net"
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -106,6 +107,13 @@ func newFileNetFD(f *os.File) (*netFD, error) {
 	if err != nil {
 		unix.Close(s)
 		return nil, os.NewSyscallError("getsockopt", err)
+	}
+	// net reads the name with the syscall package, which knows fewer
+	// families than x/sys: its error, where the kernel or it refuses the
+	// name (AF_XDP, AF_VSOCK), is what FileConn of such a socket says.
+	if _, err := syscall.Getsockname(s); err != nil {
+		unix.Close(s)
+		return nil, os.NewSyscallError("getsockname", err)
 	}
 	lsa, _ := unix.Getsockname(s)
 	rsa, _ := unix.Getpeername(s)

@@ -122,6 +122,41 @@ func TestSockParityFileErrors(t *testing.T) {
 	})
 }
 
+// TestSockParityFileOtherFamilies: FileConn of a socket of a family net
+// does not serve fails as net's: getsockname's own error where the kernel
+// or the syscall package refuses the name (AF_XDP, AF_VSOCK), else
+// EPROTONOSUPPORT (AF_NETLINK). gatenet ignored getsockname's error and
+// read names the syscall package cannot, so both were EPROTONOSUPPORT.
+// A family this machine cannot open is left out.
+func TestSockParityFileOtherFamilies(t *testing.T) {
+	testutil.Watchdog(t, 2*time.Minute)
+	testutil.CheckLeaks(t)
+	for _, tc := range []struct {
+		name                  string
+		family, sotype, proto int
+	}{
+		{"xdp", unix.AF_XDP, unix.SOCK_RAW, 0},
+		{"vsock", unix.AF_VSOCK, unix.SOCK_STREAM, 0},
+		{"netlink", unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_ROUTE},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := unix.Socket(tc.family, tc.sotype|unix.SOCK_CLOEXEC, tc.proto)
+			if err != nil {
+				t.Skipf("no %s socket here: %v", tc.name, err)
+			}
+			f := os.NewFile(uintptr(s), tc.name)
+			defer f.Close()
+			sockParity(t, func(t *testing.T, st sockStack) sockErrObs {
+				c, err := st.FileConn(f)
+				require.Nil(t, c)
+				return sockObserve(err, nil)
+			}, func(t *testing.T, st sockStack, o sockErrObs) {
+				require.Equal(t, "file", o.Op)
+			})
+		})
+	}
+}
+
 // TestSockParityUnixUnlink: Close removes the socket file of a listener
 // that created it, not that of a FileListener, unless SetUnlinkOnClose.
 func TestSockParityUnixUnlink(t *testing.T) {
