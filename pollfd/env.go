@@ -52,7 +52,7 @@ func optionsFromEnv() (opts Options, err error) {
 		case perr != nil:
 		case n <= 0:
 			perr = errNotPositive
-		case n > maxEnvShards:
+		case n > maxShards:
 			perr = errTooMany
 		}
 		if perr != nil {

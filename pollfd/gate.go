@@ -412,11 +412,15 @@ func (d *Desc) harvest() (busy bool) {
 // error. It starts no goroutine and no timer per call (registering a
 // context that comes back takes one short-lived goroutine, once:
 // ctxwait.go), and it leaves the deadlines alone: the descriptor stays
-// usable. A context already done when
-// WaitContext is called returns its error without waiting.
+// usable. A context already done when WaitContext is called returns its
+// error without waiting; a nil ctx is context.Background(), as
+// ReadyList.Next's.
 func (d *Desc) WaitContext(ctx context.Context, mode Mode) error {
 	if d.unopened() {
 		return errNotOpened
+	}
+	if ctx == nil {
+		ctx = context.Background()
 	}
 	done := ctx.Done()
 	if done != nil {

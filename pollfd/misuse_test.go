@@ -94,7 +94,7 @@ func TestOpenShardExtremes(t *testing.T) {
 		require.Equal(t, want, d.Shard(), "shard %d", i)
 		closeDesc(t, d)
 	}
-	require.Equal(t, math.MaxInt/4+1, pollfd.ShardsFor(math.MaxInt))
+	require.Equal(t, 1024, pollfd.ShardsFor(math.MaxInt), "capped at what New takes")
 	require.Equal(t, 1, pollfd.ShardsFor(math.MinInt))
 	require.Equal(t, 2, pollfd.ShardsFor(5))
 	require.Equal(t, 4, pollfd.ShardsFor(16))
@@ -186,6 +186,17 @@ func TestReadyListNilArguments(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "r", v)
 	require.Zero(t, l.Len())
+
+	// And WaitContext's: a wait with no end but the descriptor's (it
+	// panicked on ctx.Done()).
+	d.Unwatch()
+	var b [1]byte
+	_, err = unix.Read(r, b[:])
+	require.NoError(t, err)
+	require.NoError(t, d.Prepare(pollfd.ModeRead))
+	require.NoError(t, d.SetDeadline(time.Now().Add(time.Millisecond), pollfd.ModeRead))
+	//lint:ignore SA1012 a nil context is documented to mean Background: that is what is tested
+	require.ErrorIs(t, d.WaitContext(nil, pollfd.ModeRead), pollfd.ErrTimeout)
 }
 
 // TestOpenRacesPollerClose: an Open concurrent with Close either fails

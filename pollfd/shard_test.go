@@ -3,6 +3,7 @@
 package pollfd_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -81,9 +82,23 @@ func TestShards(t *testing.T) {
 	}
 }
 
+// TestShardsInvalid: a negative count, or one past 1024, is New's error.
+// A huge one ran the process out of memory (1<<40) or panicked in
+// makeslice (math.MaxInt); 100000 took 3.9 GiB and 7.7 s to fail with
+// EMFILE.
 func TestShardsInvalid(t *testing.T) {
+	testutil.CheckLeaks(t)
 	_, err := pollfd.New(pollfd.Options{Shards: -1})
 	require.Error(t, err)
+	for _, n := range []int{1025, 100000, 1 << 40, math.MaxInt} {
+		p, err := pollfd.New(pollfd.Options{Shards: n})
+		require.Nil(t, p)
+		require.ErrorContains(t, err, "more than 1024 shards", "%d shards", n)
+	}
+	o := pollfd.Options{Shards: 1024}
+	parsed, err := pollfd.ParseOptions(o.String())
+	require.NoError(t, err, "the largest count's String parses back")
+	require.Equal(t, o, parsed)
 	p, err := pollfd.New(pollfd.Options{Shards: 0}) // 0 means 1
 	require.NoError(t, err)
 	require.Len(t, p.ShardStats(), 1)

@@ -74,8 +74,9 @@ type Options struct {
 	// Harvest lets a waiter run epoll_wait(…, 0) itself before it parks.
 	Harvest bool
 	// Shards is how many epoll instances descriptors are spread over,
-	// each with its own drain loop; 0 means 1. A waiter harvests only its
-	// own shard. DefaultOptions sets ShardsFor(GOMAXPROCS).
+	// each with its own drain loop; 0 means 1, and at most 1024. A waiter
+	// harvests only its own shard. DefaultOptions sets
+	// ShardsFor(GOMAXPROCS).
 	Shards int
 	// RuntimePark lets a parking waiter wait in the Go runtime's poller,
 	// on one of a few eventfds, so that its wake-up needs no thread wake
@@ -100,9 +101,10 @@ const procsPerShard = 4
 // one shard per four Ps, rounded up, so 1 up to 4 Ps, 2 up to 8, 4 at 16
 // and 16 at 64. A shard's drain loop is one goroutine through which all of
 // the shard's readiness that its waiters do not harvest passes; with one
-// per four Ps, delivery grows with the cores (place.go).
+// per four Ps, delivery grows with the cores (place.go). It is at most
+// 1024, the most a Poller takes (4,096 Ps and more).
 func ShardsFor(procs int) int {
-	return max(1, procs/procsPerShard+min(1, procs%procsPerShard)) // (procs+3)/4 overflows for the largest ints
+	return min(maxShards, max(1, procs/procsPerShard+min(1, procs%procsPerShard))) // (procs+3)/4 overflows for the largest ints
 }
 
 // String gives the form ParseOptions reads: "nested", "dedicated",
@@ -129,6 +131,9 @@ func (o Options) validate() error {
 	}
 	if o.Shards < 0 {
 		return fmt.Errorf("pollfd: negative shard count %d", o.Shards)
+	}
+	if o.Shards > maxShards {
+		return fmt.Errorf("pollfd: shard count %d: %w", o.Shards, errTooMany)
 	}
 	return nil
 }
@@ -177,17 +182,18 @@ func parseOptions(s string) (Options, error) {
 	return o, nil
 }
 
-// maxEnvShards bounds GATENET_SHARDS. Every shard is made at the default
-// poller's first Open: an epoll descriptor, park-slot eventfds and a
+// maxShards bounds a Poller's shards, GATENET_SHARDS and New's Options
+// alike. Every shard is made at the poller's start (the default poller's
+// first Open): an epoll descriptor, park-slot eventfds and a
 // token table, about 4 descriptors and 42 KiB of heap a shard (1024
 // shards: 4,096 descriptors, 42 MiB, 0.18 s to start, at GOMAXPROCS 2), so
 // a count mistyped a few zeros too long (100000) would cost some 400,000
 // descriptors, failing with EMFILE under most limits, before the first
 // socket. 1024 allows one shard per P up to 1024 Ps, more than sharding
 // is measured to pay off at (one per four Ps, ShardsFor; docs/DESIGN.md,
-// "Why four Ps a shard"), and ShardsFor's own count up to 4096 Ps. New's
-// Options are not bounded.
-const maxEnvShards = 1024
+// "Why four Ps a shard"), and ShardsFor's own count up to 4096 Ps. Past
+// it New would run out of memory, or descriptors, before it failed.
+const maxShards = 1024
 
 var (
 	errNotPositive = errors.New("not positive")
@@ -195,7 +201,7 @@ var (
 )
 
 // parseShards reads the "N-shards" of a String form: N from 1 to
-// maxEnvShards, as GATENET_SHARDS takes.
+// maxShards, as GATENET_SHARDS takes.
 func parseShards(s string) (int, error) {
 	digits, ok := strings.CutSuffix(s, "-shards")
 	n, err := strconv.Atoi(digits)
@@ -204,7 +210,7 @@ func parseShards(s string) (int, error) {
 		return 0, fmt.Errorf("bad shard count %q (want N-shards)", s)
 	case n <= 0:
 		return 0, fmt.Errorf("shard count %q: %w", s, errNotPositive)
-	case n > maxEnvShards:
+	case n > maxShards:
 		return 0, fmt.Errorf("shard count %q: %w", s, errTooMany)
 	}
 	return n, nil
