@@ -33,7 +33,7 @@ func faultsFromEnv(spec string, environ []string) (*faults.Faults, error) {
 	f, err := faults.Parse(spec)
 	if err != nil {
 		return nil, &envconf.Error{Var: faults.EnvVar, Value: spec, Err: err,
-			Want: "';'-separated name[.read|.write]=value settings, as faults.Parse reads them (e.g. slicer=1-7;seed=42)"}
+			Want: "';'-separated name[.read|.write|.both]=value settings, as faults.Parse reads them (e.g. slicer=1-7;seed=42)"}
 	}
 	if err := envconf.Unknown(environ); err != nil {
 		return nil, err

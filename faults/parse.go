@@ -20,8 +20,8 @@ import (
 const EnvVar = "GATENET_FAULTS"
 
 // Parse reads the GATENET_FAULTS syntax: ';'-separated settings, each
-// name[.read|.write]=value, the suffix setting the fault's Dir where it
-// has one:
+// name[.read|.write|.both]=value, the suffix setting the fault's Dir where
+// it has one:
 //
 //	seed=N                      the seed (default 1)
 //	slicer=MIN[-MAX][/DELAY]    Slicer            e.g. slicer=1-7, slicer.read=1-3/1ms
@@ -37,10 +37,11 @@ const EnvVar = "GATENET_FAULTS"
 //
 // Sizes (MIN, MAX, BYTES, N, BURST) are integers with an optional k or m
 // suffix, durations are time.ParseDuration's, probabilities are in
-// [0, 1]. The parse is strict: a missing piece, an extra '/' field, a
-// direction on a fault that has none, a number that overflows, or a zero
-// that the fault would read as its default (dial's P, reorder's DELAY,
-// accept's BURST) is an error naming the setting, the piece and why,
+// [0, 1], an ERRNO is one of the names below or its number. The parse is
+// strict: a missing piece, an extra '/' field, a direction on a fault that
+// has none, a number that overflows, or a zero that the fault would read
+// as its default (dial's P, reorder's DELAY, accept's BURST, stall's FOR)
+// is an error naming the setting, the piece and why,
 // never a fault that quietly does something else. A string that is empty
 // or all white space (as strings.TrimSpace sees it) is no faults (nil,
 // nil); settings are trimmed the same way, and empty ones (";;") are
@@ -98,11 +99,11 @@ var forms = map[string]form{
 	"reorder":   {[]string{"P", "DELAY"}, 1, false},
 }
 
-// syntax is name's form as errors quote it, e.g. "stall[.read|.write]=N[/FOR]".
+// syntax is name's form as errors quote it, e.g. "stall[.read|.write|.both]=N[/FOR]".
 func (f form) syntax(name string) string {
 	s := name
 	if f.dir {
-		s += "[.read|.write]"
+		s += "[.read|.write|.both]"
 	}
 	s += "=" + f.fields[0]
 	for i, field := range f.fields[1:] {
@@ -143,10 +144,12 @@ func parseItem(item string) (x Fault, seed uint64, err error) {
 			dir = Read
 		case dirName == "write":
 			dir = Write
+		case dirName == "both":
+			dir = Both
 		case dirName == "":
-			return nil, 0, p.errorf("empty direction after %q, neither read nor write", name+".")
+			return nil, 0, p.errorf("empty direction after %q, neither read, write nor both", name+".")
 		default:
-			return nil, 0, p.errorf("direction %q is neither read nor write", dirName)
+			return nil, 0, p.errorf("direction %q is neither read, write nor both", dirName)
 		}
 	}
 	args := strings.Split(value, "/")
@@ -199,7 +202,12 @@ func parseItem(item string) (x Fault, seed uint64, err error) {
 	case "bandwidth":
 		x = Bandwidth{BytesPerSecond: int(p.size("BYTES", arg(0), math.MaxInt)), Dir: dir}
 	case "stall":
-		x = Stall{After: p.size("N", arg(0), math.MaxInt64), For: p.dur("FOR", arg(1)), Dir: dir}
+		st := Stall{After: p.size("N", arg(0), math.MaxInt64), Dir: dir}
+		if arg(1) != "" {
+			st.For = p.dur("FOR", arg(1))
+			p.notDefault("FOR", arg(1), st.For == 0, "until the deadline or Close")
+		}
+		x = st
 	case "reset":
 		x = ResetAfter{N: p.size("N", arg(0), math.MaxInt64), Dir: dir}
 	case "close":
@@ -326,10 +334,13 @@ func (p *parser) seed(s string) uint64 {
 }
 
 func (p *parser) errno(s string) syscall.Errno {
+	if n, err := strconv.ParseUint(s, 10, 12); err == nil && n > 0 {
+		return syscall.Errno(n) // the number String writes for an errno with no name here
+	}
 	e, ok := errnoByName[strings.ToUpper(s)]
 	if !ok {
 		names := slices.Sorted(maps.Keys(errnoByName))
-		p.fail("unknown ERRNO %q (want one of %s)", s, strings.Join(names, ", "))
+		p.fail("unknown ERRNO %q (want one of %s, or an errno's number)", s, strings.Join(names, ", "))
 	}
 	return e
 }
@@ -365,6 +376,8 @@ func dirSuffix(d Dir) string {
 		return ".read"
 	case Write:
 		return ".write"
+	case Both:
+		return ".both" // not left out: zero is Write or Read for some faults
 	}
 	return ""
 }

@@ -1,8 +1,11 @@
 package faults_test
 
 import (
+	"math"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -62,13 +65,15 @@ var strictCases = []struct{ spec, want string }{
 	{"dial=hang/0", `P "0" is zero, which this fault reads as 1`},
 	{"reorder=0.5/0s", `DELAY "0s" is zero, which this fault reads as 1ms`},
 	{"accept=EMFILE/0.1/0", `BURST "0" is zero, which this fault reads as 1`},
+	{"stall=10/0s", `FOR "0s" is zero, which this fault reads as until the deadline or Close`},
+	{"stall.read=10/0.5ns", `FOR "0.5ns" is zero`},
 	// Pieces that are not what they should be.
 	{"slicer=a-b", `MIN "a" is not an integer`},
 	{"reset=k", `N "k" is not an integer`},
 	{"latency=5", `DELAY "5" is not a duration`},
 	{"eagain=half", `P "half" is not a probability`},
 	{"accept=EWHAT/0.1", `unknown ERRNO "EWHAT"`},
-	{"slicer.up=1-2", `direction "up" is neither read nor write`},
+	{"slicer.up=1-2", `direction "up" is neither read, write nor both`},
 	{"nosuch=1", `unknown fault "nosuch"`},
 }
 
@@ -102,6 +107,10 @@ var validSpecs = []struct{ spec, want string }{
 	{"bandwidth.write=2047m", "seed=1;bandwidth.write=2146435072"},
 	{"stall.read=4096/100ms", "seed=1;stall.read=4096/100ms"},
 	{"stall=1", "seed=1;stall=1"},
+	{"stall.both=1/1s;latency.both=5ms;reset.both=7;close.both=8", "seed=1;stall.both=1/1s;latency.both=5ms;reset.both=7;close.both=8"},
+	{"slicer.both=1-2", "seed=1;slicer.both=1-2"},
+	{"accept=11/0.5", "seed=1;accept=11/0.5/1"},
+	{"dial=22", "seed=1;dial=22/1"},
 	{"reset=9223372036854775807", "seed=1;reset=9223372036854775807"},
 	{"close.read=20", "seed=1;close.read=20"},
 	{"eagain=0.5;wakeup.write=0.25;drop.read=0", "seed=1;eagain=0.5;wakeup.write=0.25;drop.read=0"},
@@ -126,6 +135,47 @@ func TestParseValid(t *testing.T) {
 	again, err := faults.Parse(f.String())
 	require.NoError(t, err)
 	require.Equal(t, f.String(), again.String())
+}
+
+// TestStringReadsBack: every Faults value Validate accepts renders as a
+// spec that Parse reads back to the same faults: Dir Both where a fault's
+// zero Dir is one direction (String dropped it, and Parse read the
+// default), and an errno with no name in the syntax (String wrote a
+// number that Parse refused).
+func TestStringReadsBack(t *testing.T) {
+	f := faults.New(7,
+		faults.Latency{Delay: 5 * time.Millisecond, Dir: faults.Both},
+		faults.Stall{After: 1, For: time.Second, Dir: faults.Both},
+		faults.ResetAfter{N: 1, Dir: faults.Both},
+		faults.CloseAfter{N: 2, Dir: faults.Both},
+		faults.Slicer{Min: 1, Max: 2, Dir: faults.Both},
+		faults.AcceptErrors{Err: syscall.EAGAIN, P: 0.5, Burst: 1},
+		faults.DialErrors{Err: syscall.EINVAL, P: 0.5},
+	)
+	require.NoError(t, f.Validate())
+	again, err := faults.Parse(f.String())
+	require.NoError(t, err, f.String())
+	require.Equal(t, f.Faults, again.Faults, f.String())
+}
+
+// TestValidateRefuses: settings that make no sense, or that the injector
+// would misread, are Validate's errors: a Dir that is not Read, Write or
+// Both (it injected nothing, and its String parsed into a fault that
+// did), and a Latency whose Delay plus Jitter overflows (a negative
+// delay: no delay at all).
+func TestValidateRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		fault faults.Fault
+		want  string
+	}{
+		{faults.Slicer{Min: 1, Max: 1, Dir: 4}, "Dir Dir(4) is not Read, Write or Both"},
+		{faults.EAGAIN{P: 0.5, Dir: 255}, "Dir Dir(255) is not Read, Write or Both"},
+		{faults.Latency{Delay: math.MaxInt64 - 1, Jitter: 2}, "Delay plus Jitter overflows"},
+	} {
+		require.ErrorContains(t, faults.New(1, tc.fault).Validate(), tc.want, "%#v", tc.fault)
+	}
+	_, err := faults.Parse("latency=2562047h+2562047h")
+	require.ErrorContains(t, err, "Delay plus Jitter overflows")
 }
 
 // FuzzParse: Parse never panics, and whatever it accepts String writes so

@@ -3,6 +3,7 @@ package faults
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -44,7 +45,11 @@ func compile(fs []Fault) (plan, error) {
 		p.dirs[i].reset, p.dirs[i].close = -1, -1
 	}
 	// set applies f to the plan of each direction dir (zero: def) names.
+	var badDir Dir
 	set := func(dir, def Dir, f func(*dirPlan)) {
+		if dir&^Both != 0 {
+			badDir = dir
+		}
 		for i := range p.dirs {
 			if applies(dir, def, i) {
 				f(&p.dirs[i])
@@ -66,8 +71,11 @@ func compile(fs []Fault) (plan, error) {
 			}
 			set(x.Dir, Both, func(d *dirPlan) { d.slicer = &x })
 		case Latency:
-			if x.Delay < 0 || x.Jitter < 0 {
+			switch {
+			case x.Delay < 0 || x.Jitter < 0:
 				err = fmt.Errorf("faults: %s: negative delay", format(x))
+			case x.Delay > math.MaxInt64-x.Jitter:
+				err = fmt.Errorf("faults: %s: Delay plus Jitter overflows a time.Duration", format(x))
 			}
 			set(x.Dir, Write, func(d *dirPlan) { d.latency = &x })
 		case Bandwidth:
@@ -128,6 +136,9 @@ func compile(fs []Fault) (plan, error) {
 			err = errors.New("faults: a nil Fault")
 		default:
 			err = fmt.Errorf("faults: %T is not a fault of this package", x)
+		}
+		if err == nil && badDir != 0 {
+			err = fmt.Errorf("faults: %s: Dir %v is not Read, Write or Both", format(x), badDir)
 		}
 		if err != nil {
 			return plan{}, err
