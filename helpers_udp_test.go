@@ -470,3 +470,21 @@ func (r *udpReadResult) stillBlocked(t testing.TB, d time.Duration) {
 	case <-time.After(d):
 	}
 }
+
+// udp4Trio is a gatenet and a net UDP socket on 127.0.0.1, the same
+// datagrams sent to both compared, and a net socket to send them from;
+// all closed when t ends.
+func udp4Trio(t *testing.T) (g *gatenet.UDPConn, s, tx *net.UDPConn) {
+	t.Helper()
+	lo := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)}
+	g, err := gatenet.ListenUDP("udp4", lo)
+	require.NoError(t, err)
+	t.Cleanup(func() { g.Close() })
+	s, err = net.ListenUDP("udp4", lo)
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	tx, err = net.ListenUDP("udp4", lo)
+	require.NoError(t, err)
+	t.Cleanup(func() { tx.Close() })
+	return g, s, tx
+}

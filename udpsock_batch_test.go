@@ -115,15 +115,7 @@ func TestUDPBatchRoundTrip(t *testing.T) {
 // ReadBatch and with x/net's on a *net.UDPConn: the same N, Flags and
 // sender.
 func TestUDPBatchMatchesXNet(t *testing.T) {
-	g, err := gatenet.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	require.NoError(t, err)
-	defer g.Close()
-	s, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	require.NoError(t, err)
-	defer s.Close()
-	tx, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	require.NoError(t, err)
-	defer tx.Close()
+	g, s, tx := udp4Trio(t)
 	for _, size := range []int{0, 1, 100, 300} { // 300: truncated into 200-byte buffers
 		for _, to := range []net.Addr{g.LocalAddr(), s.LocalAddr()} {
 			_, err := tx.WriteTo(bytes.Repeat([]byte{7}, size), to)

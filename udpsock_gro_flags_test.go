@@ -57,16 +57,9 @@ func TestUDPGROBatchFlagsAsXNet(t *testing.T) {
 	for _, flags := range []int{unix.MSG_PEEK, unix.MSG_TRUNC, unix.MSG_WAITFORONE, unix.MSG_PEEK | unix.MSG_TRUNC} {
 		for _, train := range []bool{false, true} {
 			t.Run(fmt.Sprintf("flags=%#x/train=%v", flags, train), func(t *testing.T) {
-				g, err := gatenet.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-				require.NoError(t, err)
-				defer g.Close()
+				g, s, tx := udp4Trio(t)
 				groOn(t, g)
-				s, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-				require.NoError(t, err)
-				defer s.Close()
-				tx, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-				require.NoError(t, err)
-				defer tx.Close()
+				var err error
 				for _, to := range []*net.UDPAddr{g.LocalAddr().(*net.UDPAddr), s.LocalAddr().(*net.UDPAddr)} {
 					if train { // three datagrams of 40 bytes, sent as one
 						_, _, err = tx.WriteMsgUDP(trainPayload(120, 40), gsoOOB(40), to)
@@ -179,18 +172,11 @@ func TestUDPGROControlPastGROBuffer(t *testing.T) {
 		require.NoError(t, err)
 		return fmt.Sprintf("%q oobn=%d flags=%#x %s", b[:n], oobn, flags, controlTypes(oob[:oobn]))
 	}
-	s, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	require.NoError(t, err)
-	defer s.Close()
+	g, s, tx := udp4Trio(t)
 	have := setOptions(s)
-	g, err := gatenet.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	require.NoError(t, err)
-	defer g.Close()
 	require.Equal(t, have, setOptions(g))
 	groOn(t, g)
-	tx, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	require.NoError(t, err)
-	defer tx.Close()
+	var err error
 	payload := trainPayload(90, 30)
 	for _, c := range []*net.UDPAddr{s.LocalAddr().(*net.UDPAddr), g.LocalAddr().(*net.UDPAddr)} {
 		_, _, err = tx.WriteMsgUDP(payload, gsoOOB(30), c)
