@@ -130,7 +130,8 @@ func (c *UDPConn) adoptGRO() {
 	b.rmu.Lock()
 	defer b.rmu.Unlock()
 	b.groTried = true
-	if c.enableGRO(b); !b.gro.Load() {
+	c.enableGRO(b)
+	if !b.gro.Load() {
 		c.fd.setsockoptInt(unix.IPPROTO_UDP, unix.UDP_GRO, 0)
 	}
 }

@@ -212,8 +212,7 @@ func (d *Desc) deadlineFired(g *gate, made uint32) {
 	if g == o {
 		o = &d.rg
 	}
-	if ot := o.dl; ot != nil && ot.deadline == gt.deadline && ot.armed == ot.seq &&
-		ot.timers > 0 && ot.fake == gt.fake && ot.bubble == gt.bubble {
+	if ot := o.dl; ot != nil && ot.deadline == gt.deadline && ot.fake == gt.fake && ot.bubble == gt.bubble {
 		// The other direction's deadline is the same instant on the same
 		// clock: it expires now too, as the runtime's one timer for equal
 		// read and write deadlines expires both (netpollDeadline). Its own
