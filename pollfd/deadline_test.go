@@ -182,7 +182,6 @@ func testExtendWhileParked(t *testing.T, p *pollfd.Poller, d *pollfd.Desc, w int
 	require.Equal(t, uint64(1), p.Stats().Parks-base.Parks)
 }
 
-// Read and write deadlines are independent; ModeReadWrite sets both.
 // Read and write deadlines of the same instant expire together, as the
 // runtime's one timer for both does: once a Wait for reading timed out, a
 // Prepare for writing fails too, whichever direction's timer ran first.
@@ -211,6 +210,7 @@ func testEqualDeadlinesExpireTogether(t *testing.T, p *pollfd.Poller, d *pollfd.
 	require.NoError(t, d.SetDeadline(time.Time{}, pollfd.ModeReadWrite))
 }
 
+// Read and write deadlines are independent; ModeReadWrite sets both.
 func testReadWriteIndependent(t *testing.T, p *pollfd.Poller, d *pollfd.Desc, w int) {
 	const r, wr, rw = pollfd.ModeRead, pollfd.ModeWrite, pollfd.ModeReadWrite
 	check := func(readErr, writeErr error) {
