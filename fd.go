@@ -148,19 +148,15 @@ func (fd *netFD) connect(ctx context.Context, ra unix.Sockaddr) (peer unix.Socka
 		defer pfd.SetDeadline(time.Time{}, pollfd.ModeWrite)
 	}
 	// Cancellation interrupts the wait by moving the write deadline into
-	// the past; if that happened, the context's error is the answer even
-	// when connect won the race.
-	interrupted := make(chan struct{})
-	stop := context.AfterFunc(ctx, func() {
-		pfd.SetDeadline(aLongTimeAgo, pollfd.ModeWrite)
-		close(interrupted)
-	})
+	// the past; if that happened, or is happening, the context's error is
+	// the answer even when connect won the race (the write deadline may be
+	// poisoned), as net's. Nothing waits for the callback: it may run
+	// outside a synctest bubble the dial is in, where closing a channel
+	// made in the bubble is fatal; ctx.Err() is set before it starts.
+	stop := context.AfterFunc(ctx, func() { pfd.SetDeadline(aLongTimeAgo, pollfd.ModeWrite) })
 	defer func() {
-		if !stop() {
-			<-interrupted
-			if ret == nil || ret == os.ErrDeadlineExceeded {
-				ret = mapContextErr(ctx.Err())
-			}
+		if !stop() && (ret == nil || ret == os.ErrDeadlineExceeded) {
+			ret = mapContextErr(ctx.Err())
 		}
 	}()
 	for {

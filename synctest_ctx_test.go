@@ -4,6 +4,7 @@ package gatenet_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -115,6 +116,62 @@ func TestSynctestChildContextFromOutside(t *testing.T) {
 				require.ErrorIs(t, w.wait(t, ctx), context.Canceled)
 				require.Zero(t, time.Since(start), "the bubble's clock moved")
 			})
+		})
+	}
+}
+
+// TestSynctestChildDialCancelOutside: a dial in a bubble whose connect is
+// pending (the listener's accept queue is full, so the SYN is dropped)
+// ends with the context's error when the context ends outside the bubble,
+// cancelled or timed out there, as net's. gatenet's connect closed a
+// channel made in the bubble from the context's callback, which ran
+// outside it: "close of synctest channel from outside bubble", a fatal
+// error.
+func TestSynctestChildDialCancelOutside(t *testing.T) {
+	childOnly(t)
+	lc := gatenet.ListenConfig{Backlog: 1}
+	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	for range 2 { // backlog 1 queues two; a third connect stays pending
+		c, err := net.Dial("tcp", ln.Addr().String())
+		require.NoError(t, err)
+		defer c.Close()
+	}
+	for name, ctxFor := range map[string]func() (context.Context, context.CancelFunc){
+		"canceled": func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() { time.Sleep(50 * time.Millisecond); cancel() }()
+			return ctx, cancel
+		},
+		"timed out": func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 50*time.Millisecond)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			for _, dial := range []func(ctx context.Context) (net.Conn, error){
+				func(ctx context.Context) (net.Conn, error) {
+					return new(net.Dialer).DialContext(ctx, "tcp", ln.Addr().String())
+				},
+				func(ctx context.Context) (net.Conn, error) {
+					return new(gatenet.Dialer).DialContext(ctx, "tcp", ln.Addr().String())
+				},
+			} {
+				ctx, cancel := ctxFor()
+				defer cancel()
+				ctx.Done() // made outside the bubble, as synctest wants
+				var err error
+				inBubble(t, func(t *testing.T) {
+					var c net.Conn
+					c, err = dial(ctx)
+					if c != nil {
+						c.Close()
+					}
+				})
+				require.Error(t, err)
+				require.True(t, errors.Is(err, context.Canceled) || errors.Is(err, os.ErrDeadlineExceeded) ||
+					errors.Is(err, context.DeadlineExceeded), "%v", err)
+			}
 		})
 	}
 }

@@ -54,6 +54,7 @@ func TestSynctestEdges(t *testing.T) {
 		"TestSynctestChildLockInBubble",
 		"TestSynctestChildDeadlineOutsideReader",
 		"TestSynctestChildContextFromOutside", // synctest_ctx_test.go
+		"TestSynctestChildDialCancelOutside",
 		"TestSynctestChildFaultDelays",
 	} {
 		t.Run(name, func(t *testing.T) {
