@@ -198,7 +198,9 @@ func TestSynctestContextInBubble(t *testing.T) {
 // the data arrives whole. A faulted wait is never durable, so the
 // bubble's clock never moved while it lasted, and the delay, timed on that
 // clock (time.AfterFunc, time.Now in the bubble), never ended: the test
-// hung.
+// hung. So did it with the TCP pair made, and the faults attached, outside
+// the bubble ("tcp outside"): the delay was timed by a timer the caller
+// in the bubble made.
 func TestSynctestChildFaultDelays(t *testing.T) {
 	childOnly(t)
 	for name, f := range map[string]*faults.Faults{
@@ -208,29 +210,42 @@ func TestSynctestChildFaultDelays(t *testing.T) {
 		"bandwidth":    faults.New(1, faults.Bandwidth{BytesPerSecond: 100_000}),
 		"stall":        faults.New(1, faults.Stall{After: 1000, For: 20 * time.Millisecond}),
 	} {
-		for _, kind := range []string{"tcp", "pipe"} {
+		onReader := strings.Contains(name, "read") || name == "bandwidth" || name == "stall"
+		for _, kind := range []string{"tcp", "pipe", "tcp outside"} {
 			t.Run(name+"/"+kind, func(t *testing.T) {
+				var w io.WriteCloser
+				var r io.ReadCloser
+				if kind == "tcp outside" {
+					c, s := testutil.Pair(t, "tcp", "127.0.0.1:0")
+					w, r = c, s
+					target := c.(gatenet.Pollable)
+					if onReader {
+						target = s.(gatenet.Pollable)
+					}
+					require.NoError(t, gatenet.InjectFaults(target, f))
+				}
 				inBubble(t, func(t *testing.T) {
-					var w io.WriteCloser
-					var r io.ReadCloser
 					var target gatenet.Pollable
-					if kind == "tcp" {
+					switch kind {
+					case "tcp":
 						c, s := testutil.Pair(t, "tcp", "127.0.0.1:0")
 						w, r = c, s
 						target = c.(gatenet.Pollable)
-						if strings.Contains(name, "read") || name == "bandwidth" || name == "stall" {
+						if onReader {
 							target = s.(gatenet.Pollable)
 						}
-					} else {
+					case "pipe":
 						pr, pw := bubblePipe(t)
 						w, r = pw, pr
 						target = pw
-						if strings.Contains(name, "read") || name == "bandwidth" || name == "stall" {
+						if onReader {
 							target = pr
 						}
 					}
 					defer w.Close()
-					require.NoError(t, gatenet.InjectFaults(target, f))
+					if target != nil {
+						require.NoError(t, gatenet.InjectFaults(target, f))
+					}
 					want := make([]byte, 3000)
 					for i := range want {
 						want[i] = byte(i)

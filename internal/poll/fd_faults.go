@@ -318,16 +318,18 @@ var hungUp = pollhook.HungUp.(func(*pollfd.Desc) bool)
 // The fault layer's delays are on the real clock, in a testing/synctest
 // bubble too, where a faulted descriptor's waits are never durable (Inject)
 // and so the bubble's clock does not move while they last: the injectors
-// read the machine's monotonic clock (faultinject.Now), and a delay of a
-// bubble's descriptor ends in a goroutine that sleeps in the kernel
-// (afterReal) rather than on a timer, which would be the bubble's.
+// read the machine's monotonic clock (faultinject.Now), and a delay timed
+// in a bubble ends in a goroutine that sleeps in the kernel (afterReal)
+// rather than on a timer, which would be the bubble's.
 
 // afterReal runs f after d on the real clock: time.AfterFunc, but for a
-// descriptor of a bubble a goroutine asleep in nanosleep(2), which the
-// bubble does not count as durably blocked and whose sleep its fake
-// clock does not shorten.
+// caller in a bubble, whose timer would be the bubble's, a goroutine
+// asleep in nanosleep(2), which the bubble does not count as durably
+// blocked and whose sleep its fake clock does not shorten. The caller's
+// bubble decides, not the descriptor's: a descriptor made outside and
+// used in a bubble has its delays timed there too.
 func (fd *FD) afterReal(d time.Duration, f func()) {
-	if fd.flags.Load()&flagBubble == 0 && (fd.pd == nil || !descInBubble(fd.pd)) {
+	if !callerInBubble() {
 		time.AfterFunc(d, f)
 		return
 	}
@@ -337,6 +339,13 @@ func (fd *FD) afterReal(d time.Duration, f func()) {
 		}
 		f()
 	}()
+}
+
+// callerInBubble reports whether the calling goroutine is in a synctest
+// bubble, where time.Now carries no monotonic reading (pollfd's inBubble).
+func callerInBubble() bool {
+	now := time.Now()
+	return now == now.Round(0)
 }
 
 // kickAfter wakes mode's waiter after d (at once for d ≤ 0).
