@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -174,6 +175,53 @@ func TestSynctestChildDialCancelOutside(t *testing.T) {
 			}
 		})
 	}
+}
+
+// plainContext is a context that is none of the standard library's, nor
+// built on one: context.AfterFunc watches it with a goroutine.
+type plainContext struct{ done chan struct{} }
+
+func (plainContext) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c plainContext) Done() <-chan struct{}     { return c.done }
+func (plainContext) Err() error                  { return nil }
+func (plainContext) Value(any) any               { return nil }
+
+// TestSynctestChildPlainContext: reads in a bubble with a context that is
+// none of the standard library's, on a conn made outside the bubble or in
+// it and left open, let the bubble end. The context's registration, kept
+// for the next wait, kept AfterFunc's watcher goroutine in the bubble,
+// blocked on a channel the bubble could not close: synctest.Test hung (conn
+// made outside) or reported a deadlock (conn made inside).
+func TestSynctestChildPlainContext(t *testing.T) {
+	childOnly(t)
+	ctx := plainContext{done: make(chan struct{})}
+	readTwice := func(t *testing.T, c, s net.Conn) {
+		for range 2 { // the same context twice: the second wait registers it
+			_, err := c.Write([]byte("x"))
+			require.NoError(t, err)
+			_, err = s.(gatenet.ContextIO).ReadContext(ctx, make([]byte, 1))
+			require.NoError(t, err)
+			go func() { // no time.Sleep: a read of a conn made outside never lets fake time move
+				for range 2000 {
+					runtime.Gosched()
+				}
+				c.Write([]byte("y"))
+			}()
+			_, err = s.(gatenet.ContextIO).ReadContext(ctx, make([]byte, 1)) // parks, most runs
+			require.NoError(t, err)
+		}
+	}
+	t.Run("conn made outside", func(t *testing.T) {
+		c, s := testutil.Pair(t, "tcp", "127.0.0.1:0")
+		inBubble(t, func(t *testing.T) { readTwice(t, c, s) })
+	})
+	t.Run("conn made inside, left open", func(t *testing.T) {
+		outer := t // closes the pair once the bubble ended
+		inBubble(t, func(t *testing.T) {
+			c, s := testutil.Pair(outer, "tcp", "127.0.0.1:0")
+			readTwice(t, c, s)
+		})
+	})
 }
 
 // TestSynctestContextInBubble: a context made in the bubble still lets it

@@ -55,6 +55,7 @@ func TestSynctestEdges(t *testing.T) {
 		"TestSynctestChildDeadlineOutsideReader",
 		"TestSynctestChildContextFromOutside", // synctest_ctx_test.go
 		"TestSynctestChildDialCancelOutside",
+		"TestSynctestChildPlainContext",
 		"TestSynctestChildFaultDelays",
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -46,7 +46,10 @@ package pollfd
 //
 // A context that is not one of the standard library's cancelable contexts
 // (nor built on one) makes AfterFunc watch it with a goroutine, per
-// registration, not per wait.
+// registration, not per wait. A registration made in a synctest bubble is
+// stopped as its wait ends (endCancelableLocked): such a goroutine would
+// otherwise be the bubble's, blocked on a channel the bubble cannot
+// close, and keep the bubble from ending until the descriptor closed.
 
 import (
 	"context"
@@ -63,6 +66,7 @@ type ctxGate struct {
 	perCall  bool            // contexts come one per call: select unless one repeats
 	parked   bool            // the current park can be cancelled by it
 	canceled bool            // the registration's callback woke the park
+	bubble   bool            // made in a synctest bubble: stopped as its wait ends
 }
 
 // descCtx holds both gates' registrations, made on the first cancellable
@@ -127,6 +131,7 @@ func (d *Desc) registerLocked(ctx context.Context, g *gate, cg *ctxGate, done <-
 		cg.stop()
 	}
 	cg.done, cg.stop = done, nil
+	cg.bubble = inBubble()
 	// context.AfterFunc runs deep (the parent's children map may grow): on
 	// the waiter's stack it would double a parked goroutine's stack to
 	// 4 KiB for good. So it runs on a short-lived goroutine of its own,
@@ -187,10 +192,10 @@ func (d *Desc) waitCancelable(ctx context.Context, mode Mode) error {
 	if err != nil {
 		return err
 	}
+	var reg *ctxGate // the registration this wait used, if any
 	for {
 		if done, err := d.settleLocked(mode, g); done {
-			d.mu.Unlock()
-			return err
+			return d.endCancelableLocked(reg, err)
 		}
 		var canceled bool
 		s := d.realClockCtxSlotLocked(g, ctx)
@@ -199,9 +204,9 @@ func (d *Desc) waitCancelable(ctx context.Context, mode Mode) error {
 			canceled = d.parkLocked(g, nil, ctx.Done())
 		case ctx.Err() != nil: // registered, and already done
 			d.shard.stats.canceled.Add(1)
-			d.mu.Unlock()
-			return errDone
+			return d.endCancelableLocked(cg, errDone)
 		default:
+			reg = cg
 			cg.parked = true
 			var stopWatch func()
 			if g.durable {
@@ -217,11 +222,26 @@ func (d *Desc) waitCancelable(ctx context.Context, mode Mode) error {
 		}
 		if canceled {
 			if done, err := d.canceledLocked(mode, g); done {
-				d.mu.Unlock()
-				return err
+				return d.endCancelableLocked(reg, err)
 			}
 		}
 	}
+}
+
+// endCancelableLocked ends a cancellable wait with err: it releases mu,
+// and stops cg, the registration the wait used, if it was made in a
+// synctest bubble (see the top of this file). Called with mu held.
+func (d *Desc) endCancelableLocked(cg *ctxGate, err error) error {
+	var stop func() bool
+	if cg != nil && cg.bubble {
+		stop = cg.stop // nil while register is still making it: it stops its own then
+		cg.done, cg.stop, cg.bubble = nil, nil, false
+	}
+	d.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	return err
 }
 
 // canceledLocked decides a park the context ended: readiness that came
