@@ -52,6 +52,8 @@ func TestSynctestEdges(t *testing.T) {
 		"TestSynctestChildCloseWhileOutsideReads",
 		"TestSynctestChildSharedFixtureLock",
 		"TestSynctestChildLockInBubble",
+		"TestSynctestChildLockInBubbleListener",
+		"TestSynctestChildLockInBubbleDatagram",
 		"TestSynctestChildDeadlineOutsideReader",
 		"TestSynctestChildContextFromOutside", // synctest_ctx_test.go
 		"TestSynctestChildDialCancelOutside",

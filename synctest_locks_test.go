@@ -126,6 +126,63 @@ func TestSynctestChildLockInBubble(t *testing.T) {
 	})
 }
 
+// TestSynctestChildLockInBubbleListener: two Accepts of a listener of the
+// bubble (one dial of the bubble has reached it); the one queued for the
+// listener's lock waits durably too, so the clock moves to the deadline,
+// which ends both at exactly its fake time.
+func TestSynctestChildLockInBubbleListener(t *testing.T) {
+	childOnly(t)
+	inBubble(t, func(t *testing.T) {
+		ln, err := gatenet.ListenTCP("tcp4", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		require.NoError(t, err)
+		defer ln.Close()
+		c, err := gatenet.Dial("tcp4", ln.Addr().String())
+		require.NoError(t, err)
+		defer c.Close()
+		s, err := ln.Accept()
+		require.NoError(t, err)
+		defer s.Close()
+
+		start := time.Now()
+		require.NoError(t, ln.SetDeadline(start.Add(time.Hour)))
+		res := make(chan error, 2)
+		for range 2 {
+			go func() { _, err := ln.Accept(); res <- err }()
+		}
+		require.ErrorIs(t, <-res, os.ErrDeadlineExceeded)
+		require.ErrorIs(t, <-res, os.ErrDeadlineExceeded)
+		require.Equal(t, time.Hour, time.Since(start))
+	})
+}
+
+// TestSynctestChildLockInBubbleDatagram: two readers of a datagram socket
+// that a send of the bubble reached: the second, queued for the read lock,
+// waits durably, and both reads end at the deadline's fake time.
+func TestSynctestChildLockInBubbleDatagram(t *testing.T) {
+	childOnly(t)
+	inBubble(t, func(t *testing.T) {
+		srv := listenUDP(t)
+		defer srv.Close()
+		cli, err := gatenet.DialUDP("udp4", nil, srv.LocalAddr().(*net.UDPAddr))
+		require.NoError(t, err)
+		defer cli.Close()
+		_, err = cli.Write([]byte("x"))
+		require.NoError(t, err)
+		_, _, err = srv.ReadFrom(make([]byte, 8))
+		require.NoError(t, err)
+
+		start := time.Now()
+		require.NoError(t, srv.SetReadDeadline(start.Add(time.Hour)))
+		res := make(chan error, 2)
+		for range 2 {
+			go func() { _, _, err := srv.ReadFrom(make([]byte, 8)); res <- err }()
+		}
+		require.ErrorIs(t, <-res, os.ErrDeadlineExceeded)
+		require.ErrorIs(t, <-res, os.ErrDeadlineExceeded)
+		require.Equal(t, time.Hour, time.Since(start))
+	})
+}
+
 // TestSynctestShutdownWakesOwnWaiters: CloseRead and CloseWrite in a
 // bubble end the same conn's own parked Read (EOF) and Write (EPIPE), as
 // outside a bubble, at the fake time they were called; without a wake

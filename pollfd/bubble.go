@@ -116,6 +116,7 @@ func init() {
 	pollhook.InBubble = (*Desc).openedInBubble
 	pollhook.Pair = pair
 	pollhook.AcceptDurably = (*Desc).acceptDurably
+	pollhook.Durable = (*Desc).durable
 	pollhook.NeverDurable = (*Desc).neverDurable
 	pollhook.WakePeer = (*Desc).wakePeer
 	pollhook.WakeDurable = (*Desc).wakeListener
@@ -221,6 +222,11 @@ func (d *Desc) acceptDurably() {
 	}
 	d.mu.Unlock()
 }
+
+// durable reports whether d's waits park durably now, by the first rule
+// above: paired, or a listener or datagram socket a send or dial of its
+// bubble has reached, and not used from outside since.
+func (d *Desc) durable() bool { return d.is(descDurable) }
 
 // neverDurable makes d park as outside a bubble from now on: the fault
 // layer's delays end on timers of the real clock.

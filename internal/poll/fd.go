@@ -53,6 +53,8 @@ type FD struct {
 	// flags: flagBlocking, O_NONBLOCK cleared (Close neither waits nor
 	// interrupts); flagFaults, a fault layer is attached (fd_faults.go);
 	// flagBubble, paired with its peer in a synctest bubble (fd_bubble.go);
+	// flagBubbleLocks, a listener or datagram socket of a bubble, whose
+	// lock waits are durable while pollfd parks its waits durably;
 	// flagWatched, flagDrained, flagFilled, flagWriteWanted and
 	// flagWriteWaited, a ReadyList's (fd_wait.go);
 	// flagPrivate, a socket whose reads and writes may keep the P
@@ -77,6 +79,7 @@ const (
 	flagAccessKnown // a File's access mode was read: flagReadOnly, flagWriteOnly (fd_wait.go)
 	flagReadOnly
 	flagWriteOnly
+	flagBubbleLocks // a bubble's listener or datagram socket (fd_bubble.go)
 )
 
 // AnyShard lets the poller choose the shard (round-robin).
@@ -261,11 +264,11 @@ func (fd *FD) writeLockContext(ctx context.Context) error {
 }
 
 // lockContext takes the read or write lock; a wait for it is durable in
-// a synctest bubble only on a descriptor paired there (fdSema).
+// a synctest bubble only on a descriptor whose own waits are (lockDurably).
 func (fd *FD) lockContext(ctx context.Context, read bool) error {
-	ok, err := fd.mu.rwlockContext(ctx, read, fd.flags.Load()&flagBubble != 0)
+	ok, err := fd.mu.rwlockContext(ctx, read, fd.lockDurably())
 	for err != nil && !read && fd.wantWrite() {
-		ok, err = fd.mu.rwlockContext(ctx, read, fd.flags.Load()&flagBubble != 0)
+		ok, err = fd.mu.rwlockContext(ctx, read, fd.lockDurably())
 	}
 	if err != nil {
 		return err

@@ -23,6 +23,7 @@ var (
 	descInBubble  = pollhook.InBubble.(func(*pollfd.Desc) bool)
 	pairDescs     = pollhook.Pair.(func(a, b *pollfd.Desc) bool)
 	acceptDurably = pollhook.AcceptDurably.(func(*pollfd.Desc))
+	descDurable   = pollhook.Durable.(func(*pollfd.Desc) bool)
 	neverDurable  = pollhook.NeverDurable.(func(*pollfd.Desc))
 	wakePeer      = pollhook.WakePeer.(func(*pollfd.Desc, pollfd.Mode))
 	wakeDurable   = pollhook.WakeDurable.(func(*pollfd.Desc, pollfd.Mode))
@@ -40,6 +41,7 @@ var (
 func (fd *FD) DatagramInBubble() {
 	if fd.pd != nil && !fd.faulted() {
 		datagramDesc(fd.pd)
+		fd.flags.Or(flagBubbleLocks)
 	}
 }
 
@@ -114,12 +116,23 @@ func PairInBubble(a, b *FD) bool {
 	return true
 }
 
+// lockDurably reports whether a wait for fd's read or write lock parks
+// durably in a bubble (fdSema): on a paired descriptor, or on one whose
+// waits pollfd now parks durably (the bubble's listener or datagram
+// socket, flagBubbleLocks), whose locks only the bubble's goroutines
+// hold, each of them parked durably itself or about to unlock.
+func (fd *FD) lockDurably() bool {
+	f := fd.flags.Load()
+	return f&flagBubble != 0 || f&flagBubbleLocks != 0 && descDurable(fd.pd)
+}
+
 // AcceptInBubble marks fd, a listening socket opened in a bubble that a
 // dial of its bubble has reached, as the bubble's: its accepts park
 // durably from now on, woken by the bubble's dials (WakeListener).
 func (fd *FD) AcceptInBubble() {
 	if fd.pd != nil {
 		acceptDurably(fd.pd)
+		fd.flags.Or(flagBubbleLocks)
 	}
 }
 

@@ -24,6 +24,9 @@ var HungUp any
 //	              one connection or pipe; reports whether both were opened
 //	              in a bubble and so were paired.
 //	AcceptDurably func(*pollfd.Desc): a listener of a bubble.
+//	Durable       func(*pollfd.Desc) bool: the Desc's waits park durably
+//	              now (paired, or the bubble's listener or datagram
+//	              socket).
 //	NeverDurable  func(*pollfd.Desc): the Desc's waits never park durably.
 //	WakePeer      func(*pollfd.Desc, pollfd.Mode): after a system call in
 //	              mode succeeded, wake the peer's durable waiter it may
@@ -44,7 +47,7 @@ var HungUp any
 //	Unreached     func(*pollfd.Desc): the Desc, connected, sent to a peer
 //	              that is no socket of its bubble; an error that drew ends
 //	              its durable read.
-var InBubble, Pair, AcceptDurably, NeverDurable, WakePeer, WakeDurable, Unpair any
+var InBubble, Pair, AcceptDurably, Durable, NeverDurable, WakePeer, WakeDurable, Unpair any
 
 // The datagram hooks (pollfd/bubble_dgram.go).
 var Datagram, Sending, Reached, ReachedRaw, Unreached any
