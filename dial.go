@@ -4,6 +4,7 @@ package gatenet
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http/httptrace"
 	"net/netip"
@@ -306,10 +307,32 @@ func (d *Dialer) dialTCPProto(ctx context.Context, network string, laddr, raddr 
 	}
 	family, ipv6only := favoriteAddrFamily(network, la, raddr, false)
 	fd, err := socket(ctx, network, family, sockStream, proto, ipv6only, la, raddr, d.socketConfig())
+	// As net's doDialTCPProto: a port the kernel chose can be the closed
+	// destination's own, and the connect then succeeds, to itself
+	// (go.dev/issue/2690); or it is one in use (a spurious EADDRNOTAVAIL).
+	// Either way the socket is closed and dialled again, twice at most.
+	for i := 0; i < 2 && (laddr == nil || laddr.Port == 0) && (selfConnect(fd, err) || errors.Is(err, unix.EADDRNOTAVAIL)); i++ {
+		if err == nil {
+			fd.Close()
+		}
+		fd, err = socket(ctx, network, family, sockStream, proto, ipv6only, la, raddr, d.socketConfig())
+	}
 	if err != nil {
 		return nil, err
 	}
 	return newTCPConn(fd, d.KeepAlive, d.KeepAliveConfig), nil
+}
+
+// selfConnect reports whether fd, connected without error, is connected
+// to itself: its local address is its remote one. It learns the local
+// address now (localaddr.go), which Close would otherwise learn later.
+func selfConnect(fd *netFD, err error) bool {
+	if err != nil {
+		return false
+	}
+	l, _ := fd.localAddr().(*net.TCPAddr)
+	r, _ := fd.raddr.(*net.TCPAddr)
+	return l == nil || r == nil || l.Port == r.Port && l.IP.Equal(r.IP)
 }
 
 func (d *Dialer) dialUnix(ctx context.Context, network string, laddr, raddr *net.UnixAddr) (*UnixConn, error) {

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -168,6 +169,48 @@ func TestSockDialErrors(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestSockDialSelfConnect: a connect that the kernel let connect to
+// itself (its chosen port was the closed destination's: go.dev/issue/2690)
+// is closed and dialled again, as net does, so the dial fails as a
+// refused one. A Control that binds the first socket to the destination
+// makes the self-connect happen every time; the second socket is left to
+// the kernel.
+func TestSockDialSelfConnect(t *testing.T) {
+	testutil.Watchdog(t, 2*time.Minute)
+	testutil.CheckLeaks(t)
+	addr := sockClosedPort(t)
+	port, err := strconv.Atoi(addr[len("127.0.0.1:"):])
+	require.NoError(t, err)
+	bindFirst := func(calls *int) func(context.Context, string, string, syscall.RawConn) error {
+		return func(_ context.Context, _, _ string, c syscall.RawConn) error {
+			if *calls++; *calls > 1 {
+				return nil
+			}
+			var err error
+			require.NoError(t, c.Control(func(fd uintptr) {
+				if err = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err == nil {
+					err = unix.Bind(int(fd), &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}, Port: port})
+				}
+			}))
+			return err
+		}
+	}
+	var netCalls, ourCalls int
+	nd := net.Dialer{ControlContext: bindFirst(&netCalls)}
+	_, netErr := nd.Dial("tcp4", addr)
+	gd := gatenet.Dialer{ControlContext: bindFirst(&ourCalls)}
+	c, err := gd.Dial("tcp4", addr)
+	if c != nil {
+		c.Close()
+		t.Fatalf("a self-connected conn came back: %v -> %v", c.LocalAddr(), c.RemoteAddr())
+	}
+	require.ErrorIs(t, netErr, unix.ECONNREFUSED)
+	require.ErrorIs(t, err, unix.ECONNREFUSED)
+	require.Equal(t, err.Error(), netErr.Error())
+	require.Equal(t, 2, netCalls)
+	require.Equal(t, 2, ourCalls)
 }
 
 // TestSockDialOptions compares Dialer fields and the typed constructors.

@@ -269,8 +269,8 @@ func (fd *netFD) newAccepted(s int, rsa unix.Sockaddr) (*netFD, error) {
 // between two ends of one shard is carried by its waiters' harvests,
 // without a drain loop's wake-up (pollfd/place.go). Only a peer on a
 // loopback address can be this process's, and only a poller of several
-// shards has a choice, so nothing else pays the getsockname; its address
-// is then the one LocalAddr returns. The socket stays where it is if its
+// shards has a choice; the address it learns is the one LocalAddr returns
+// and the one the dial's self-connect check reads (dial.go). The socket stays where it is if its
 // connect had to wait (it is in the epoll set by then), and in a synctest
 // bubble.
 func (fd *netFD) placeBesidePeer(raddr net.Addr) {

@@ -5,10 +5,12 @@ package gatenet
 import "net"
 
 // A socket's local address. net asks getsockname(2) for it at every
-// accept and connect; for a connected stream socket (accepted or dialled)
-// gatenet asks when the address is first wanted (LocalAddr, an error that
-// names it), so an idle connection holds no address and makes one system
-// call fewer until then. Close asks before the number goes, so LocalAddr
+// accept and connect; for an accepted stream socket, and a dialled one
+// bound by the caller or Unix, gatenet asks when the address is first
+// wanted (LocalAddr, an error that names it), so an idle connection holds
+// no address and makes one system call fewer until then. A TCP dial from
+// a port the kernel chose asks at once, as net does, to see that the
+// socket did not connect to itself (selfConnect). Close asks before the number goes, so LocalAddr
 // answers after Close, as net's does. A connected stream socket's local
 // address never changes, so asking later gives what asking at once would
 // have. Listeners and datagram sockets learn theirs when they are made.
