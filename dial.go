@@ -48,7 +48,7 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 	if err != nil {
 		return nil, &net.OpError{Op: "dial", Net: network, Err: err}
 	}
-	addrs, err := resolveAddrList(ctx, d.Resolver, "dial", n, address, d.LocalAddr)
+	addrs, err := resolveAddrList(resolveContext(ctx), d.Resolver, "dial", n, address, d.LocalAddr)
 	if err != nil {
 		return nil, &net.OpError{Op: "dial", Net: network, Err: err}
 	}

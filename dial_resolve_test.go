@@ -111,6 +111,39 @@ func TestDialHTTPTraceConnect(t *testing.T) {
 	}
 }
 
+// TestDialHTTPTraceResolve: while a dial resolves its name, the
+// resolver's own connections to the DNS server are not reported as the
+// dial's connects (net shadows ConnectStart and ConnectDone then), and
+// DNSStart and DNSDone still are: the events equal net's, in order.
+func TestDialHTTPTraceResolve(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	dns := testutil.NewFakeDNS(t)
+	dns.Set("traced.test", testutil.DNSEntry{A: []net.IP{net.IPv4(127, 0, 0, 1)}})
+	ln, err := gatenet.Listen("tcp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	address := fmt.Sprintf("traced.test:%d", ln.Addr().(*net.TCPAddr).Port)
+	events := func(d contextDialer) []string {
+		var got []string
+		ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+			DNSStart:     func(i httptrace.DNSStartInfo) { got = append(got, "dns start "+i.Host) },
+			DNSDone:      func(i httptrace.DNSDoneInfo) { got = append(got, fmt.Sprintf("dns done %v %v", i.Addrs, i.Err)) },
+			ConnectStart: func(network, addr string) { got = append(got, "start "+network+" "+addr) },
+			ConnectDone: func(network, addr string, err error) {
+				got = append(got, fmt.Sprintf("done %s %s %v", network, addr, err))
+			},
+		})
+		c, err := d.DialContext(ctx, "tcp4", address)
+		require.NoError(t, err)
+		c.Close()
+		return got
+	}
+	want := events(&net.Dialer{Resolver: dns.Resolver()})
+	require.Len(t, want, 4, "DNS start and done, one connect's start and done: %q", want)
+	require.Equal(t, want, events(&gatenet.Dialer{Resolver: dns.Resolver()}))
+}
+
 // TestDialCancelChannel: Dialer.Cancel, deprecated but still net's, ends
 // a dial stuck in its lookup, with net's error.
 func TestDialCancelChannel(t *testing.T) {
