@@ -378,16 +378,22 @@ func (c rawConn) Read(f func(uintptr) bool) error  { return c.fd.RawRead(f) }
 func (c rawConn) Write(f func(uintptr) bool) error { return c.fd.RawWrite(f) }
 
 // ReadFrom copies from r into the File until EOF, as io.ReaderFrom.
-// When both the File and r are pipes or gatenet stream sockets, the bytes
-// move with splice(2) and never enter user space, and a byte leaves r
-// only into the File. The errors are os's: between two Files (which os
-// copies through a buffer) the failing end's own Read or Write error,
-// from a socket a "write" *fs.PathError around splice's error.
+// When both the File and r are pipes or gatenet stream sockets, or r is
+// a gatenet stream socket and the File a regular file not opened for
+// appending (as os's spliceToFile), the bytes move with splice(2) and
+// never enter user space, and a byte leaves r only into the File. The
+// errors are os's: between two Files (which os copies through a buffer)
+// the failing end's own Read or Write error, from a socket a "write"
+// *fs.PathError around splice's error, the socket's own included.
 func (f *File) ReadFrom(r io.Reader) (int64, error) {
 	if err := f.checkValid("write"); err != nil {
 		return 0, err
 	}
-	if dst := spliceEnd(f); dst != nil {
+	dst := spliceEnd(f)
+	if dst == nil && !f.appendMode && connSource(r) {
+		dst = f.fd
+	}
+	if dst != nil {
 		if n, err, handled, srcErr, src := spliceFrom(dst, r); handled {
 			if sf, ok := src.(*File); ok {
 				return n, fileCopyError(sf, f, err, srcErr)
@@ -398,15 +404,36 @@ func (f *File) ReadFrom(r io.Reader) (int64, error) {
 	return io.Copy(fileWithoutReadFrom{f}, r)
 }
 
+// connSource reports whether r, or the reader inside it if it is an
+// *io.LimitedReader, is a gatenet stream socket splice(2) can read.
+func connSource(r io.Reader) bool {
+	if lr, ok := r.(*io.LimitedReader); ok {
+		r = lr.R
+	}
+	if _, isFile := r.(*File); isFile {
+		return false
+	}
+	return spliceEnd(r) != nil
+}
+
 // WriteTo copies the File to w until EOF, as io.WriterTo; with splice(2)
-// when both are pipes or gatenet stream sockets. The errors are the
-// standard library's for the pair, which copies through a buffer: the
-// failing end's Read or Write error; for a TCP conn, inside its ReadFrom's
-// "readfrom" error, since os hands the copy to the conn's ReadFrom (where
-// gatenet's splices).
+// when both are pipes or gatenet stream sockets, and with sendfile(2)
+// from a regular file or character device to a gatenet stream socket,
+// as os. The errors are the standard library's for the pair: where it
+// copies through a buffer the failing end's Read or Write error; for a
+// TCP conn, inside its ReadFrom's "readfrom" error, since os hands the
+// copy to the conn's ReadFrom (where gatenet's splices); for sendfile a
+// "read" *fs.PathError around its error.
 func (f *File) WriteTo(w io.Writer) (int64, error) {
 	if err := f.checkValid("read"); err != nil {
 		return 0, err
+	}
+	if u, ok := w.(*UnixConn); ok && spliceEnd(u) != nil && !f.fd.Pollable() {
+		// os's writeTo sends to a Unix stream socket itself; to TCP, the
+		// conn's ReadFrom (below, through io.Copy) does.
+		if n, err, handled := u.fd.sendFile(fileWithoutWriteTo{f}); handled {
+			return n, f.wrapErr("read", err)
+		}
 	}
 	if src := spliceEnd(f); src != nil {
 		switch d := w.(type) {

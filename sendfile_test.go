@@ -3,6 +3,7 @@
 package gatenet_test
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"io"
 	"io/fs"
@@ -431,4 +432,85 @@ func TestSendfileNetConnFromGatenetFile(t *testing.T) {
 	var o zcObs
 	zcFinish(t, &o, c, srv, n, 29, false)
 	require.True(t, o.Received && o.PrefixOK, "%+v", o)
+}
+
+// TestFileCopyParitySockets: a regular file copied to or from a stream
+// socket, gatenet's File and conns against os's and net's. To a Unix
+// socket os sends the file with sendfile(2), as to TCP, and a failure is
+// the file's "read" *fs.PathError; from a TCP or Unix socket it splices
+// into the file, and a failure, the socket's included, is the file's
+// "write" *fs.PathError (for TCP inside the conn's "writeto" error, since
+// io.Copy hands the copy to the conn's WriteTo).
+func TestFileCopyParitySockets(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	type stack struct {
+		name string
+		pair func(t testing.TB, network, address string) (net.Conn, net.Conn)
+		open func(name string, flag int) (io.ReadWriteCloser, error)
+	}
+	stacks := []stack{
+		{"os+net", testutil.NetPair, func(name string, flag int) (io.ReadWriteCloser, error) { return os.OpenFile(name, flag, 0o600) }},
+		{"gatenet", testutil.Pair, func(name string, flag int) (io.ReadWriteCloser, error) { return gatenet.OpenFile(name, flag, 0o600) }},
+	}
+	address := func(network string) string {
+		if network == "unix" {
+			return filepath.Join(t.TempDir(), "s")
+		}
+		return "127.0.0.1:0"
+	}
+	t.Run("ToUnixSocket", func(t *testing.T) {
+		src := filepath.Join(t.TempDir(), "src")
+		require.NoError(t, os.WriteFile(src, make([]byte, 8<<20), 0o600))
+		for _, s := range stacks {
+			c, srv := s.pair(t, "unix", address("unix"))
+			go func() { io.ReadFull(srv, make([]byte, 100000)); srv.Close() }()
+			f, err := s.open(src, os.O_RDONLY)
+			require.NoError(t, err)
+			before := gatenet.SendfileCalls()
+			_, err = io.Copy(c, f)
+			var pe *fs.PathError
+			require.ErrorAs(t, err, &pe, "%s: %v", s.name, err)
+			require.Equal(t, "read", pe.Op, s.name)
+			require.Equal(t, src, pe.Path, s.name)
+			require.ErrorIs(t, err, unix.EPIPE, s.name)
+			require.Equal(t, "sendfile", pe.Err.(*os.SyscallError).Syscall, s.name)
+			if s.name == "gatenet" {
+				require.Greater(t, gatenet.SendfileCalls(), before, "the sendfile path did not run")
+			}
+			f.Close()
+			c.Close()
+		}
+	})
+	for _, network := range []string{"unix", "tcp"} {
+		t.Run("From/"+network, func(t *testing.T) {
+			for _, s := range stacks {
+				c, srv := s.pair(t, network, address(network))
+				payload := bytes.Repeat([]byte("from a socket.."), 50000/15)
+				go func() { srv.Write(payload); time.Sleep(time.Second); srv.Close() }()
+				require.NoError(t, c.SetReadDeadline(time.Now().Add(200*time.Millisecond)))
+				dst := filepath.Join(t.TempDir(), "dst")
+				f, err := s.open(dst, os.O_RDWR|os.O_CREATE)
+				require.NoError(t, err)
+				n, err := io.Copy(f, c)
+				require.ErrorIs(t, err, os.ErrDeadlineExceeded, s.name)
+				if network == "tcp" {
+					var oe *net.OpError
+					require.ErrorAs(t, err, &oe, s.name)
+					require.Equal(t, "writeto", oe.Op, s.name)
+					err = oe.Err
+				}
+				pe, ok := err.(*fs.PathError)
+				require.True(t, ok, "%s: %#v (%v)", s.name, err, err)
+				require.Equal(t, "write", pe.Op, s.name)
+				require.Equal(t, dst, pe.Path, s.name)
+				require.EqualValues(t, len(payload), n, s.name)
+				got, err := os.ReadFile(dst)
+				require.NoError(t, err)
+				require.Equal(t, payload, got, s.name)
+				f.Close()
+				c.Close()
+			}
+		})
+	}
 }

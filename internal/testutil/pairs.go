@@ -25,6 +25,12 @@ func NetTCPPair(t testing.TB) (client, server *net.TCPConn) {
 	return c.(*net.TCPConn), s.(*net.TCPConn)
 }
 
+// NetPair is Pair with the standard library, for comparisons.
+func NetPair(t testing.TB, network, address string) (client, server net.Conn) {
+	t.Helper()
+	return pairWith(t, net.Listen, net.Dial, network, address)
+}
+
 // pairWith is Pair with listen and dial from gatenet or net.
 func pairWith(t testing.TB, listen func(network, address string) (net.Listener, error), dial func(network, address string) (net.Conn, error), network, address string) (client, server net.Conn) {
 	t.Helper()
