@@ -92,7 +92,10 @@ type Slicer struct {
 
 // Latency holds each Write (Dir Write, the default) or each Read back by
 // Delay plus a uniformly drawn part of Jitter before its first system
-// call. Nothing written is delivered earlier than Delay after the call.
+// call. Nothing written is delivered earlier than Delay after the call. A
+// call that gives up while held (its deadline, or a context already done,
+// as a ReadyQueue worker's read) leaves the delay running: the next call
+// waits for the rest of it, not for a new one.
 type Latency struct {
 	Delay, Jitter time.Duration
 	Dir           Dir

@@ -48,6 +48,7 @@ type dirState struct {
 	chunks    *rand.Rand // slicer: chunk sizes only, so they replay
 	coins     *rand.Rand // every other decision
 	until     time.Time  // no system call before this
+	latent    bool       // a Latency delay began that no system call has passed yet
 	kickAt    time.Time  // a Kick is scheduled for then
 	paceAt    time.Time  // bandwidth: when the bytes passed are paid for
 	stalled   bool       // the stall happened
@@ -75,13 +76,17 @@ func (in *injector) event(k kind, dir Dir, s *dirState, n int, err error) {
 }
 
 // Begin is called before the first system call of a read or write call
-// in d: Latency holds the call back by its delay, then as Before.
+// in d: Latency holds the call back by its delay, then as Before. A call
+// that gave up on the delay (its deadline, or a context already done: a
+// ReadyQueue worker's read that never parks) leaves it running, and the
+// next call waits for what is left of it rather than for a new one, or a
+// caller that never waits would never pass.
 func (in *injector) Begin(d faultinject.Dir) step {
 	dir := Dir(d)
 	i := dir.index()
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if l := in.f.plan.dirs[i].latency; l != nil && !in.broken && !in.dirs[i].eof && !in.dirs[i].shut {
+	if l := in.f.plan.dirs[i].latency; l != nil && !in.broken && !in.dirs[i].eof && !in.dirs[i].shut && !in.dirs[i].latent {
 		s := &in.dirs[i]
 		delay := l.Delay
 		if l.Jitter > 0 {
@@ -90,6 +95,7 @@ func (in *injector) Begin(d faultinject.Dir) step {
 		if t := faultinject.Now().Add(delay); t.After(s.until) {
 			s.until = t
 		}
+		s.latent = true
 		in.event(kindLatency, dir, s, int(delay/time.Microsecond), nil)
 	}
 	return in.before(dir)
@@ -121,6 +127,7 @@ func (in *injector) before(dir Dir) step {
 	if now.Before(s.until) {
 		return in.waitUntil(s, now)
 	}
+	s.latent = false // the delay is over: the next call's Begin starts its own
 	var st step
 	limit := func(n int64) {
 		if n > 0 && (st.Limit == 0 || n < int64(st.Limit)) {

@@ -98,6 +98,16 @@ func TestInjectorDelays(t *testing.T) {
 	require.Greater(t, st.Wait, 59*time.Minute)
 	require.True(t, in.Before(faultinject.Write).Park, "the wake-up is scheduled already")
 	require.Zero(t, in.Begin(faultinject.Read).Wait, "latency is on writes by default")
+	until := in.dirs[Write.index()].until
+	require.True(t, in.Begin(faultinject.Write).Park, "a call after one that gave up waits for the same delay")
+	require.Equal(t, until, in.dirs[Write.index()].until, "not for a new one")
+
+	f = New(1, Latency{Delay: time.Millisecond})
+	in, _ = f.newInjector(3, faultinject.Stream)
+	require.Positive(t, in.Begin(faultinject.Write).Wait)
+	time.Sleep(2 * time.Millisecond)
+	require.Zero(t, in.Before(faultinject.Write).Wait, "the delay is over: the call passes")
+	require.Positive(t, in.Begin(faultinject.Write).Wait, "and the next call has its own")
 
 	f = New(1, Stall{After: 3})
 	in, _ = f.newInjector(3, faultinject.Stream)

@@ -567,16 +567,25 @@ func (d *Desc) hungUp() bool { return d.is(descHungUp) }
 // kick wakes mode's waiter as an edge would, with no event behind it: the
 // waiter retries its system call, which may find nothing and park again,
 // as after any spurious wake-up (contract 5). With no waiter the edge is
-// kept for the next Wait, as an event's is. The fault layer
-// (internal/poll) uses it, through internal/pollhook, to end a delay it
-// injected and to inject spurious wake-ups; it is not an event, so Stats
-// counts it apart (WakeupsKick).
+// kept for the next Wait and reported to a ReadyList watching d, as an
+// event's is (deliver): a worker that never parks learns of it there. The
+// fault layer (internal/poll) uses it, through internal/pollhook, to end a
+// delay it injected and to inject spurious wake-ups; it is not an event,
+// so Stats counts it apart (WakeupsKick).
 func (d *Desc) kick(mode Mode) {
 	d.mu.Lock()
 	g := d.gate(mode)
 	g.ready = true
-	if d.wakeEdgeLocked(g) {
+	switch {
+	case d.wakeEdgeLocked(g):
 		d.shard.stats.wakeupsKick.Add(1)
+		if w := d.watchLocked(); w != nil && g == &d.rg {
+			w.armed = false // the parked reader owns this edge
+		}
+	case g == &d.rg:
+		d.reportLocked()
+	default:
+		d.reportWriteLocked()
 	}
 	d.mu.Unlock()
 }
