@@ -82,6 +82,7 @@ type ReadyQueue struct {
 	closed      atomic.Bool // Close was called: Add and Write fail
 	closing     memberSet   // given to CloseWhenFlushed, output waiting (readyqueue_write.go)
 	held        memberSet   // read reports held past the output limit
+	kept        memberSet   // output waits: Close drops it
 }
 
 // defaultOutputLimit is a new queue's output limit: four reads of the
@@ -267,6 +268,9 @@ func (q *ReadyQueue) Close() error {
 	}
 	q.closed.Store(true)
 	q.list.Close()
+	for m := range q.kept.take() {
+		m.drop()
+	}
 	for m := range q.closing.take() {
 		m.p.Close()
 	}

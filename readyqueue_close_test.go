@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -109,6 +110,41 @@ func TestReadyQueueClosedQueueRefuses(t *testing.T) {
 	c.SetReadDeadline(time.Now().Add(time.Minute))
 	_, err = io.Copy(io.Discard, c)
 	require.NoError(t, err, "the peer reads what was sent, then end of stream")
+}
+
+// TestReadyQueueCloseDropsOutput: Close drops the output Write kept for
+// members whose peers do not read, as it says: Buffered is 0 after it,
+// and the memory goes with the queue, though the conns stay open.
+func TestReadyQueueCloseDropsOutput(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	const conns, size = 8, 4 << 20
+	q := gatenet.NewReadyQueue()
+	var members []*gatenet.TCPConn
+	for range conns {
+		_, s := gatenetTCPPair(t) // the peer never reads
+		require.NoError(t, s.SetWriteBuffer(4096))
+		require.NoError(t, q.Add(s))
+		n, err := q.Write(s, make([]byte, size))
+		require.NoError(t, err)
+		require.Equal(t, size, n)
+		members = append(members, s)
+	}
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	require.NoError(t, q.Close())
+	for _, s := range members {
+		require.Zero(t, q.Buffered(s), "Buffered after Close")
+		require.False(t, isClosed(s), "Close closes no member")
+	}
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	require.Less(t, after.HeapAlloc, before.HeapAlloc-conns*size/2,
+		"%d MiB on the heap before Close, %d MiB after: the kept output is still reachable", before.HeapAlloc>>20, after.HeapAlloc>>20)
+	runtime.KeepAlive(q)
+	runtime.KeepAlive(members)
 }
 
 // TestReadyQueueCloseClosesFlushing: a conn given to CloseWhenFlushed

@@ -58,6 +58,7 @@ type output struct {
 	held    bool   // read reports held: buf went past the limit, or closing
 	back    bool   // Add came while held: the flush that ends the hold re-arms reads
 	closing bool   // CloseWhenFlushed: close once buf is sent
+	dropped bool   // the queue's Close dropped buf
 	err     error  // a send of buf failed: Write and Add return it
 }
 
@@ -152,6 +153,9 @@ func (q *ReadyQueue) Write(p Pollable, b []byte) (int, error) {
 // holding its read reports if the output is past the limit, and returns
 // Write's result. Called with m.mu held.
 func (q *ReadyQueue) keep(m *member, o *output, b []byte, sent int) (int, error) {
+	if len(o.buf) == 0 && !q.kept.add(q, m) { // q closed meanwhile: nothing would send it
+		return sent, opError("write", m.p, closedQueueError{})
+	}
 	o.buf = append(o.buf, b[sent:]...)
 	if !o.held && len(o.buf) > int(q.outputLimit.Load()) {
 		o.held = true
@@ -159,6 +163,7 @@ func (q *ReadyQueue) keep(m *member, o *output, b []byte, sent int) (int, error)
 	}
 	if err := m.fd.WatchWrite(q.list, o.held); err != nil {
 		o.buf = nil
+		q.kept.forget(m)
 		return sent, opError("write", m.p, err)
 	}
 	return len(b), nil
@@ -211,6 +216,9 @@ func (q *ReadyQueue) flush(m *member) {
 		q.release(m, o)
 		m.fd.NotifyReady() // unless a worker holds it: its read, Write or Add says it
 	}
+	if o.buf == nil {
+		q.kept.forget(m)
+	}
 	m.mu.Unlock()
 	if closing {
 		q.closing.forget(m)
@@ -259,6 +267,11 @@ func (q *ReadyQueue) CloseWhenFlushed(p Pollable) error {
 		return p.Close()
 	}
 	m.mu.Lock()
+	if o.dropped {
+		m.mu.Unlock()
+		p.Close()
+		return opError("close", p, closedQueueError{})
+	}
 	if len(o.buf) == 0 || o.err != nil {
 		m.mu.Unlock()
 		return p.Close()
@@ -280,8 +293,9 @@ func (q *ReadyQueue) CloseWhenFlushed(p Pollable) error {
 
 // memberSet is a set of members the queue must find again: those given
 // to CloseWhenFlushed whose output still waits (closing), which Close
-// closes, and those whose reads are held (held), which a raised limit
-// releases.
+// closes; those whose reads are held (held), which a raised limit
+// releases; and those whose output waits (kept), whose output Close
+// drops.
 type memberSet struct {
 	mu      sync.Mutex
 	members map[*member]struct{}
@@ -337,6 +351,16 @@ func (s *memberSet) take() map[*member]struct{} {
 	return ms
 }
 
+// drop is the queue's Close for a member whose output waits: the output
+// goes, and the queue's closed list no longer refers to its memory.
+func (m *member) drop() {
+	m.mu.Lock()
+	if o := m.out.Load(); o != nil && len(o.buf) > 0 {
+		o.buf, o.dropped = nil, true
+	}
+	m.mu.Unlock()
+}
+
 // remove is Remove for a member. Under m.mu, so that a flush under way,
 // which holds it across its send and may watch m again when it ends a
 // hold (release), is over first: it drops the output and unwatches m. A
@@ -353,6 +377,7 @@ func (q *ReadyQueue) remove(m *member) {
 	}
 	m.fd.Unwatch()
 	m.mu.Unlock()
+	q.kept.forget(m)
 	if closing {
 		q.closing.forget(m)
 		m.p.Close()
