@@ -62,7 +62,8 @@ var errWriteAtInAppendMode = errors.New("os: invalid use of WriteAt on file open
 // refuses stays as it was, in blocking mode. One NewFile made
 // non-blocking is made blocking again when the File closes, for the other
 // holders of its open file description (a terminal shared with the
-// shell, a dup), as Fd makes it at once. NewFile returns nil if fd is
+// shell, a dup), as Fd makes it at once; if another File from NewFile
+// shares that description, when the last of them closes. NewFile returns nil if fd is
 // negative. A descriptor that is not open gives a File whose operations
 // fail with EBADF, as with os.NewFile. While a GATENET_ environment
 // variable is invalid, every operation but Close, Fd and Name fails with
@@ -79,14 +80,19 @@ func NewFile(fd uintptr, name string) *File {
 		f, err = newFile(pollfd.Default(), sysfd, name, fileBlocking)
 	case flags&unix.O_NONBLOCK != 0:
 		f, err = newFile(pollfd.Default(), sysfd, name, fileNonblocking)
+		if f.fd.Pollable() {
+			f.fd.TrackShared() // another File may have made it so, to restore at its close
+		}
 	case unix.SetNonblock(sysfd, true) != nil:
 		f, err = newFile(pollfd.Default(), sysfd, name, fileBlocking)
 	default:
 		f, err = newFile(pollfd.Default(), sysfd, name, fileMadeNonblocking)
 		if f.nonblock {
 			// Its open file description may be shared (stdin, a dup): put
-			// it back as it came, at the last close.
+			// it back as it came, at the last close, or leave that to the
+			// last File on it (internal/poll's fd_nonblock.go).
 			f.fd.RestoreBlockingOnClose()
+			f.fd.TrackShared()
 		}
 	}
 	f.setupErr = err

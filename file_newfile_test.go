@@ -336,6 +336,43 @@ func TestFileNewFileRestoresBlockingOnClose(t *testing.T) {
 	}
 }
 
+// TestFileNewFileSharedDescription: two Files from NewFile on one blocking
+// open file description (a descriptor and its dup): the first made it
+// non-blocking and the second relies on that, so the first's Close leaves
+// it so and the second's deadline still ends its Read; the description
+// is blocking again only after the last of them closes, in either order.
+func TestFileNewFileSharedDescription(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, time.Minute)
+	for _, firstClosesFirst := range []bool{true, false} {
+		var p [2]int
+		require.NoError(t, unix.Pipe2(p[:], unix.O_CLOEXEC))
+		kept, err := unix.Dup(p[0]) // to read the description's flags at the end
+		require.NoError(t, err)
+		d, err := unix.Dup(p[0])
+		require.NoError(t, err)
+		f1 := gatenet.NewFile(uintptr(p[0]), "first")
+		f2 := gatenet.NewFile(uintptr(d), "second")
+		open, closed := f2, f1
+		if !firstClosesFirst {
+			open, closed = f1, f2
+		}
+		require.NoError(t, closed.Close())
+		require.NoError(t, open.SetReadDeadline(time.Now().Add(time.Millisecond)))
+		_, err = open.Read(make([]byte, 1))
+		requirePathError(t, err, "read", open.Name(), os.ErrDeadlineExceeded)
+		fl, err := unix.FcntlInt(uintptr(kept), unix.F_GETFL, 0)
+		require.NoError(t, err)
+		require.NotZero(t, fl&unix.O_NONBLOCK, "non-blocking while a File relies on it")
+		require.NoError(t, open.Close())
+		fl, err = unix.FcntlInt(uintptr(kept), unix.F_GETFL, 0)
+		require.NoError(t, err)
+		require.Zero(t, fl&unix.O_NONBLOCK, "blocking again, as NewFile found it")
+		unix.Close(kept)
+		unix.Close(p[1])
+	}
+}
+
 // sigpipeHelperEnv makes the test binary act as TestFileStdoutBrokenPipe's
 // child: it writes to fd 1 through os.NewFile or gatenet.NewFile.
 const sigpipeHelperEnv = "GATENET_TEST_SIGPIPE_CHILD"

@@ -80,6 +80,7 @@ const (
 	flagReadOnly
 	flagWriteOnly
 	flagBubbleLocks // a bubble's listener or datagram socket (fd_bubble.go)
+	flagShared      // a File NewFile adopted: its description may be another's (fd_nonblock.go)
 )
 
 // AnyShard lets the poller choose the shard (round-robin).
@@ -181,7 +182,7 @@ func (fd *FD) destroy() error {
 	if fd.pd != nil {
 		fd.pd.Close()
 	}
-	if f := fd.flags.Load(); f&flagRestoreBlocking != 0 && f&flagBlocking == 0 {
+	if fd.restoreBlocking() {
 		unix.SetNonblock(fd.Sysfd, false) // best effort, as os's Fd
 	}
 	// close(2) is never retried: after EINTR the descriptor is gone anyway.
