@@ -114,16 +114,25 @@ func TestSynctestChildLockInBubble(t *testing.T) {
 		require.NoError(t, err)
 		defer r.Close()
 		defer w.Close()
-		start := time.Now()
-		require.NoError(t, r.SetReadDeadline(start.Add(time.Hour)))
-		res := make(chan error, 2)
-		for range 2 {
-			go func() { _, err := r.Read(make([]byte, 1)); res <- err }()
-		}
-		require.ErrorIs(t, <-res, os.ErrDeadlineExceeded)
-		require.ErrorIs(t, <-res, os.ErrDeadlineExceeded)
-		require.Equal(t, time.Hour, time.Since(start))
+		bothEndAtDeadline(t, r.SetReadDeadline, func() error { _, err := r.Read(make([]byte, 1)); return err })
 	})
+}
+
+// bothEndAtDeadline sets a deadline an hour of fake time ahead with set,
+// runs wait in two goroutines, one of which queues for the descriptor's
+// lock, and requires both to end with the deadline's error at exactly its
+// time: the queued one waited durably too.
+func bothEndAtDeadline(t *testing.T, set func(time.Time) error, wait func() error) {
+	t.Helper()
+	start := time.Now()
+	require.NoError(t, set(start.Add(time.Hour)))
+	res := make(chan error, 2)
+	for range 2 {
+		go func() { res <- wait() }()
+	}
+	require.ErrorIs(t, <-res, os.ErrDeadlineExceeded)
+	require.ErrorIs(t, <-res, os.ErrDeadlineExceeded)
+	require.Equal(t, time.Hour, time.Since(start))
 }
 
 // TestSynctestChildLockInBubbleListener: two Accepts of a listener of the
@@ -143,15 +152,7 @@ func TestSynctestChildLockInBubbleListener(t *testing.T) {
 		require.NoError(t, err)
 		defer s.Close()
 
-		start := time.Now()
-		require.NoError(t, ln.SetDeadline(start.Add(time.Hour)))
-		res := make(chan error, 2)
-		for range 2 {
-			go func() { _, err := ln.Accept(); res <- err }()
-		}
-		require.ErrorIs(t, <-res, os.ErrDeadlineExceeded)
-		require.ErrorIs(t, <-res, os.ErrDeadlineExceeded)
-		require.Equal(t, time.Hour, time.Since(start))
+		bothEndAtDeadline(t, ln.SetDeadline, func() error { _, err := ln.Accept(); return err })
 	})
 }
 
@@ -171,15 +172,7 @@ func TestSynctestChildLockInBubbleDatagram(t *testing.T) {
 		_, _, err = srv.ReadFrom(make([]byte, 8))
 		require.NoError(t, err)
 
-		start := time.Now()
-		require.NoError(t, srv.SetReadDeadline(start.Add(time.Hour)))
-		res := make(chan error, 2)
-		for range 2 {
-			go func() { _, _, err := srv.ReadFrom(make([]byte, 8)); res <- err }()
-		}
-		require.ErrorIs(t, <-res, os.ErrDeadlineExceeded)
-		require.ErrorIs(t, <-res, os.ErrDeadlineExceeded)
-		require.Equal(t, time.Hour, time.Since(start))
+		bothEndAtDeadline(t, srv.SetReadDeadline, func() error { _, _, err := srv.ReadFrom(make([]byte, 8)); return err })
 	})
 }
 
