@@ -269,6 +269,36 @@ func TestWaitReadNoStaleEdge(t *testing.T) {
 	})
 }
 
+// TestWaitReadShutDatagram: a datagram socket whose reading was shut down
+// is readable to poll(2) for good, yet a Read still finds nothing and
+// waits (as net's does); WaitRead, which returns when a Read would not
+// block, waits too, and returns once a datagram is queued. A stream's
+// shut-down read side is ready: its Read returns io.EOF.
+func TestWaitReadShutDatagram(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, time.Minute)
+	dir := t.TempDir()
+	s, err := gatenet.ListenUnixgram("unixgram", &net.UnixAddr{Name: dir + "/s", Net: "unixgram"})
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.CloseRead())
+	require.NoError(t, s.SetReadDeadline(time.Now().Add(time.Millisecond)))
+	_, err = s.Read(make([]byte, 8))
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded, "the Read waits")
+	require.NoError(t, s.SetReadDeadline(time.Time{}))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, s.WaitRead(ctx), context.DeadlineExceeded, "so does WaitRead")
+
+	c, srv := testutil.TCPPair(t)
+	defer c.Close()
+	defer srv.Close()
+	require.NoError(t, srv.CloseRead())
+	require.NoError(t, srv.WaitRead(context.Background()), "a stream's Read returns io.EOF")
+	_, err = srv.Read(make([]byte, 8))
+	require.ErrorIs(t, err, io.EOF)
+}
+
 // TestWaitWrongEnd: WaitRead on a pipe's write end and WaitWrite on its
 // read end return at once, since the Read or Write they announce fails at
 // once (EBADF); they used to park until a deadline, context or Close.

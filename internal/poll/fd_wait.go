@@ -273,6 +273,12 @@ var probeReadable = pollNow
 // timeout. It never blocks, so it is a raw system call (no scheduler
 // hand-off), and a lean one: it runs just before a goroutine parks, whose
 // stack holds the deepest frame it reached for as long as it stays parked.
+//
+// A socket whose reading was shut down is readable to poll(2) for good
+// (POLLRDHUP), yet a datagram socket's receive then still finds nothing
+// (EAGAIN) while no datagram is queued; so for a read with POLLRDHUP and
+// no error, a receive that peeks and never waits decides (a stream's
+// finds the end of stream, or bytes; a pipe's is refused, ENOTSOCK).
 func pollNow(fd int, events int16) (bool, error) {
 	pfd := unix.PollFd{Fd: int32(fd), Events: events}
 	var zero unix.Timespec
@@ -285,6 +291,22 @@ func pollNow(fd int, events int16) (bool, error) {
 		if errno != 0 {
 			return false, errno
 		}
-		return n > 0 && pfd.Revents&(events|unix.POLLERR|unix.POLLHUP|unix.POLLNVAL) != 0, nil
+		ready := n > 0 && pfd.Revents&(events|unix.POLLERR|unix.POLLHUP|unix.POLLNVAL) != 0
+		if ready && events&unix.POLLIN != 0 && pfd.Revents&(unix.POLLRDHUP|unix.POLLERR|unix.POLLHUP|unix.POLLNVAL) == unix.POLLRDHUP {
+			return receivable(fd), nil
+		}
+		return ready, nil
+	}
+}
+
+// receivable reports whether a receive on fd would not find EAGAIN:
+// recv(2) of nothing with MSG_PEEK, which takes nothing from the queue.
+func receivable(fd int) bool {
+	for {
+		_, _, errno := unix.RawSyscall6(unix.SYS_RECVFROM, uintptr(fd), 0, 0,
+			unix.MSG_PEEK|unix.MSG_DONTWAIT, 0, 0)
+		if errno != unix.EINTR {
+			return errno != unix.EAGAIN
+		}
 	}
 }
