@@ -46,8 +46,8 @@ func optionsFromEnv() (opts Options, err error) {
 			opts = o
 		}
 	}
-	if v := os.Getenv(envShards); v != "" {
-		n, perr := strconv.Atoi(v)
+	if v := os.Getenv(envShards); strings.TrimSpace(v) != "" {
+		n, perr := strconv.Atoi(strings.TrimSpace(v))
 		switch {
 		case perr != nil:
 		case n <= 0:

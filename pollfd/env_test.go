@@ -38,6 +38,9 @@ func TestDefaultFromEnvironment(t *testing.T) {
 		{"x", "0", "GATENET_POLLER", "", ""}, // the first invalid one is reported
 		{"", "", "ok", "", ""},
 		{"  ", "", "ok", "", ""},
+		{"", " ", "ok", "", ""}, // blank: the default, as for GATENET_POLLER
+		{"", "\t", "ok", "", ""},
+		{"", " 2 ", "ok", "", ""}, // trimmed, as GATENET_POLLER is
 		{"dedicated+harvest", "2", "ok", "", ""},
 		{"", "", "ok", "16", ""},               // 4 shards
 		{"nested+harvest", "", "ok", "16", ""}, // 4 shards: the strategy leaves the count alone
@@ -88,7 +91,7 @@ func TestDefaultEnvChild(t *testing.T) {
 		if opts.Shards == 0 {
 			opts.Shards = pollfd.ShardsFor(runtime.GOMAXPROCS(0))
 		}
-		if s := os.Getenv("GATENET_SHARDS"); s != "" {
+		if s := strings.TrimSpace(os.Getenv("GATENET_SHARDS")); s != "" {
 			n, err := strconv.Atoi(s)
 			require.NoError(t, err)
 			opts.Shards = n
