@@ -4,6 +4,8 @@ package gatenet
 
 import (
 	"io"
+	"io/fs"
+	"os"
 
 	"golang.org/x/sys/unix"
 
@@ -100,3 +102,38 @@ type noWriteTo struct{}
 
 //lint:ignore U1000 never called: it only makes WriteTo ambiguous
 func (noWriteTo) WriteTo(io.Writer) (int64, error) { panic("can't happen") }
+
+// spliceToOSFile splices src, a stream socket, into f until src's end, as
+// os's spliceToFile does for net's conns: f a regular file not opened for
+// appending (splice(2) refuses those), else not handled. An error is f's
+// "write" *fs.PathError around splice's, the socket's own included.
+func spliceToOSFile(f *os.File, src *poll.FD) (n int64, err error, handled bool) {
+	if f == nil {
+		return 0, nil, false
+	}
+	st, serr := f.Stat()
+	if serr != nil || !st.Mode().IsRegular() {
+		return 0, nil, false
+	}
+	rc, serr := f.SyscallConn()
+	if serr != nil {
+		return 0, nil, false
+	}
+	cerr := rc.Write(func(fd uintptr) bool {
+		if fl, ferr := unix.FcntlInt(fd, unix.F_GETFL, 0); ferr != nil || fl&unix.O_APPEND != 0 {
+			return true
+		}
+		n, err, handled, _ = poll.SpliceToFile(int(fd), src)
+		return true
+	})
+	if !handled {
+		return 0, nil, false
+	}
+	if err == nil {
+		err = cerr
+	}
+	if err == nil {
+		return n, nil, true
+	}
+	return n, &fs.PathError{Op: "write", Path: f.Name(), Err: wrapSyscallError("splice", err)}, true
+}

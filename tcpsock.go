@@ -207,6 +207,9 @@ func (c *TCPConn) ReadFrom(r io.Reader) (int64, error) {
 // genericWriteTo), so a gatenet TCP conn or pipe w splices in its
 // ReadFrom — and an error comes wrapped twice, w's ReadFrom's inside this
 // conn's "writeto", exactly as net reports io.Copy between two TCP conns.
+// An *os.File w, whose ReadFrom splices from net's conns only, gets what
+// it gives those: a splice into a regular file, its error the file's
+// "write" *fs.PathError (spliceToOSFile).
 func (c *TCPConn) WriteTo(w io.Writer) (int64, error) {
 	if !c.ok() {
 		return 0, syscall.EINVAL
@@ -214,11 +217,14 @@ func (c *TCPConn) WriteTo(w io.Writer) (int64, error) {
 	var n int64
 	var err error
 	handled := false
-	if uc, ok := w.(*UnixConn); ok {
-		if dst := spliceEnd(uc); dst != nil {
+	switch w := w.(type) {
+	case *UnixConn:
+		if dst := spliceEnd(w); dst != nil {
 			n, err, handled = poll.Splice(dst, &c.fd.pfd, 0)
 			err = wrapSyscallError("splice", err)
 		}
+	case *os.File:
+		n, err, handled = spliceToOSFile(w, &c.fd.pfd)
 	}
 	if !handled {
 		n, err = io.Copy(w, tcpConnWithoutWriteTo{TCPConn: c})

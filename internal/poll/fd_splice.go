@@ -3,6 +3,7 @@
 package poll
 
 import (
+	"io"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -82,6 +83,45 @@ func SpliceEnds(dst, src *FD, remain int64) (written int64, err error, handled, 
 	if src.isPipe() || dst.isPipe() {
 		return spliceDirect(dst, src, remain)
 	}
+	return spliceThroughPipe(src, remain, dst.splicePump)
+}
+
+// SpliceToFile moves bytes from src, a stream socket, into dstfd, a
+// regular file's descriptor the caller holds (an *os.File's, inside its
+// RawConn), until src's end of stream or error: os's spliceToFile, for
+// net's TCPConn.WriteTo into an *os.File. A file takes every byte at once
+// (no EAGAIN), so the pump never waits. Its results are SpliceEnds'.
+//
+//lint:ignore ST1008 Splice's order, internal/poll's: (written, err, handled), then whose err
+func SpliceToFile(dstfd int, src *FD) (written int64, err error, handled, srcErr bool) {
+	if src.hooked() {
+		return 0, nil, false, false
+	}
+	return spliceThroughPipe(src, 0, func(piper, inPipe int) (int, error) {
+		written := 0
+		for inPipe > 0 {
+			spliceCalls.Add(1)
+			n, err := unix.Splice(piper, nil, dstfd, nil, inPipe, unix.SPLICE_F_NONBLOCK)
+			if err == unix.EINTR {
+				continue
+			}
+			if n <= 0 {
+				if err == nil {
+					err = io.ErrUnexpectedEOF // the pipe held inPipe bytes
+				}
+				return written, err
+			}
+			inPipe -= int(n)
+			written += int(n)
+		}
+		return written, nil
+	})
+}
+
+// spliceThroughPipe is SpliceEnds between two descriptors neither of
+// which is a pipe: from src into a pooled pipe, and from there into the
+// destination with pump, which reports how much of inPipe it moved.
+func spliceThroughPipe(src *FD, remain int64, pump func(piper, inPipe int) (int, error)) (written int64, err error, handled, srcErr bool) {
 	pv := splicePipes.Get()
 	if pv == nil {
 		return 0, nil, false, false
@@ -102,7 +142,7 @@ func SpliceEnds(dst, src *FD, remain int64) (written int64, err error, handled, 
 			srcErr = err != nil
 			break // end of stream (err nil), or the source's error
 		}
-		n, perr := dst.splicePump(p.r, inPipe)
+		n, perr := pump(p.r, inPipe)
 		written += int64(n)
 		if n < inPipe {
 			p.close() // bytes stranded in the pipe: it cannot be reused
