@@ -55,6 +55,7 @@ func TestSynctestEdges(t *testing.T) {
 		"TestSynctestChildLockInBubbleListener",
 		"TestSynctestChildLockInBubbleDatagram",
 		"TestSynctestChildDeadlineOutsideReader",
+		"TestSynctestChildDeadlineOtherBubble",
 		"TestSynctestChildContextFromOutside", // synctest_ctx_test.go
 		"TestSynctestChildDialCancelOutside",
 		"TestSynctestChildPlainContext",

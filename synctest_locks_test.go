@@ -296,3 +296,37 @@ func TestSynctestChildDeadlineOutsideReader(t *testing.T) {
 		require.ErrorIs(t, <-res, os.ErrDeadlineExceeded)
 	})
 }
+
+// TestSynctestChildDeadlineOtherBubble: a read deadline set in one bubble
+// and waited on in a later one runs on the real clock there, measured by
+// the real clock's share of its span, not against the second bubble's
+// fake clock (every bubble's starts at the same instant): a deadline set
+// an hour into the first bubble's time, already past, ends the read at
+// once rather than an hour later; one set 10 s ahead does not end a read
+// made an hour into the second bubble's time, which bytes written from
+// outside end.
+func TestSynctestChildDeadlineOtherBubble(t *testing.T) {
+	childOnly(t)
+	outside := outsideRunner(t)
+	c, s := testutil.TCPPair(t) // made outside every bubble: never durable
+	inBubble(t, func(t *testing.T) {
+		time.Sleep(time.Hour)
+		require.NoError(t, s.SetReadDeadline(time.Now().Add(time.Millisecond)))
+	})
+	time.Sleep(10 * time.Millisecond) // the deadline passes on the real clock
+	inBubble(t, func(t *testing.T) {
+		_, err := s.Read(make([]byte, 1))
+		require.ErrorIs(t, err, os.ErrDeadlineExceeded, "at once: it passed")
+	})
+
+	inBubble(t, func(t *testing.T) {
+		require.NoError(t, s.SetReadDeadline(time.Now().Add(10*time.Second)))
+	})
+	outside <- func() { time.Sleep(50 * time.Millisecond); c.Write([]byte("x")) }
+	inBubble(t, func(t *testing.T) {
+		time.Sleep(time.Hour)
+		n, err := s.Read(make([]byte, 1))
+		require.NoError(t, err, "10 s of real time were left")
+		require.Equal(t, 1, n)
+	})
+}

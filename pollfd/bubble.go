@@ -505,8 +505,8 @@ func goOutsideBubble(f func()) {
 // durable while the deadline was set in a bubble, on its fake clock: the
 // bubble does not idle while that park lasts, so its clock would never
 // reach the deadline; the real clock does, as it does for net's deadlines
-// in a bubble. A park outside the bubble reads the real clock's share of
-// the deadline's span (gateTimer.realDeadline). Nil, and the park takes
+// in a bubble. A park outside the bubble, or in another, reads the real
+// clock's share of the deadline's span (fakeDeadlineLeft). Nil, and the park takes
 // none, if the park is durable (the bubble's timer wakes it) or the slot
 // cannot be made. Called with mu held, by wait.
 func (d *Desc) realClockSlotLocked(g *gate) *parkSlot {
@@ -518,12 +518,7 @@ func (d *Desc) realClockSlotLocked(g *gate) *parkSlot {
 	if err != nil {
 		return nil
 	}
-	left := time.Duration(gt.deadline - nanotime()) // on the bubble's clock, as the deadline
-	if !inBubble() {
-		// Outside the bubble its clock cannot be read: what is left is
-		// what the real clock has left of the deadline's span.
-		left = time.Duration(gt.realDeadline - realclock.Nanotime())
-	}
+	left := fakeDeadlineLeft(gt)
 	// os.File deadlines are the runtime poller's, on the real clock: it
 	// measures left from the bubble's now.
 	if err := s.file.SetReadDeadline(time.Now().Add(left)); err != nil {
@@ -532,6 +527,18 @@ func (d *Desc) realClockSlotLocked(g *gate) *parkSlot {
 	}
 	s.deadline, s.dl = true, gt.seq
 	return s
+}
+
+// fakeDeadlineLeft is how long gt, a deadline set in a bubble, has left:
+// on that bubble's clock, as the deadline, for a caller in the bubble;
+// for any other caller, whose clock is another bubble's or the real one,
+// what the real clock has left of the deadline's span (realDeadline), as
+// the bubble's own clock cannot be read from there.
+func fakeDeadlineLeft(gt *gateTimer) time.Duration {
+	if inBubble() && currentBubble() == gt.bubble {
+		return time.Duration(gt.deadline - nanotime())
+	}
+	return time.Duration(gt.realDeadline - realclock.Nanotime())
 }
 
 // realClockCtxSlotLocked is realClockSlotLocked for a cancellable wait: a
@@ -555,7 +562,7 @@ func (d *Desc) realClockCtxSlotLocked(g *gate, ctx context.Context) *parkSlot {
 		return d.realClockSlotLocked(g)
 	}
 	left := time.Until(t)
-	if gateFake && time.Duration(g.dl.deadline-nanotime()) <= left {
+	if gateFake && fakeDeadlineLeft(g.dl) <= left {
 		return d.realClockSlotLocked(g)
 	}
 	s, err := newParkSlot()
