@@ -77,16 +77,16 @@ func NewFile(fd uintptr, name string) *File {
 	var f *File
 	switch {
 	case err != nil: // not open: its operations fail as os's do
-		f, err = newFile(pollfd.Default(), sysfd, name, fileBlocking)
+		f, err = newFile(pollfd.Default(), sysfd, name, fileBlocking, false)
 	case flags&unix.O_NONBLOCK != 0:
-		f, err = newFile(pollfd.Default(), sysfd, name, fileNonblocking)
+		f, err = newFile(pollfd.Default(), sysfd, name, fileNonblocking, false)
 		if f.fd.Pollable() {
 			f.fd.TrackShared() // another File may have made it so, to restore at its close
 		}
 	case unix.SetNonblock(sysfd, true) != nil:
-		f, err = newFile(pollfd.Default(), sysfd, name, fileBlocking)
+		f, err = newFile(pollfd.Default(), sysfd, name, fileBlocking, false)
 	default:
-		f, err = newFile(pollfd.Default(), sysfd, name, fileMadeNonblocking)
+		f, err = newFile(pollfd.Default(), sysfd, name, fileMadeNonblocking, false)
 		if f.nonblock {
 			// Its open file description may be shared (stdin, a dup): put
 			// it back as it came, at the last close, or leave that to the
@@ -125,7 +125,7 @@ func OpenFile(name string, flag int, perm os.FileMode) (*File, error) {
 		}
 		setup = fileMadeNonblocking
 	}
-	f, err := newFile(pollfd.Default(), sysfd, name, setup)
+	f, err := newFile(pollfd.Default(), sysfd, name, setup, true)
 	if err != nil {
 		f.Close()
 		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
@@ -152,10 +152,15 @@ const (
 // newFile makes a File owning sysfd, registered with poller unless setup
 // is fileBlocking, with GATENET_FAULTS's faults attached if it is
 // pollable. A registration epoll refuses (EPERM: a regular file or a
-// directory) means blocking I/O, as os.newFile decides, not an error. The
-// error is an invalid GATENET_ environment variable's (envError); the
-// File is returned with it, for the caller to close or to keep.
-func newFile(poller *pollfd.Poller, sysfd int, name string, setup fileSetup) (*File, error) {
+// directory) means blocking I/O, as os.newFile decides, not an error. Any
+// other failure to register (the poller could not start for want of
+// descriptors, EMFILE; epoll's max_user_watches, ENOSPC) is an error with
+// mustPoll: a pipe or FIFO made for deadlines and Close-unblocks-Read
+// must not quietly lack them; without it (NewFile, which returns no
+// error) the File is blocking, as os's. The other error is an invalid
+// GATENET_ environment variable's (envError). The File is returned with
+// the error, for the caller to close or to keep.
+func newFile(poller *pollfd.Poller, sysfd int, name string, setup fileSetup, mustPoll bool) (*File, error) {
 	var fd *poll.FD
 	var err error
 	if setup == fileBlocking {
@@ -164,6 +169,12 @@ func newFile(poller *pollfd.Poller, sysfd int, name string, setup fileSetup) (*F
 		fd, err = poll.NewFile(sysfd, poller)
 	}
 	f := &File{fd: fd, name: name, nonblock: setup == fileMadeNonblocking}
+	if regErr := err; mustPoll && regErr != nil && !errors.Is(regErr, unix.EPERM) {
+		if err = envError(regErr); err == nil {
+			err = regErr
+		}
+		return f, err
+	}
 	if err = envError(err); err != nil {
 		return f, err
 	}

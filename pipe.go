@@ -66,8 +66,8 @@ func (c PipeConfig) pipeOn(poller *pollfd.Poller) (r, w *File, err error) {
 	case c.Size > 0:
 		setPipeSize(p[1], c.Size)
 	}
-	r, rerr := newFile(poller, p[0], "|0", fileMadeNonblocking)
-	w, werr := newFile(poller, p[1], "|1", fileMadeNonblocking)
+	r, rerr := newFile(poller, p[0], "|0", fileMadeNonblocking, true)
+	w, werr := newFile(poller, p[1], "|1", fileMadeNonblocking, true)
 	if rerr != nil || werr != nil {
 		r.Close()
 		w.Close()

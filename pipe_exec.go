@@ -103,7 +103,7 @@ func takeOver(end io.Closer, name string) (*File, error) {
 		return nil, err
 	}
 	setPipeSize(nfd, defaultPipeSize) // as Pipe's (pipe.go); os/exec's is the kernel's 64 KiB
-	f, err := newFile(pollfd.Default(), nfd, name, fileNonblocking)
+	f, err := newFile(pollfd.Default(), nfd, name, fileNonblocking, true)
 	if err != nil {
 		f.Close()
 		return nil, err

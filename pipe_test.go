@@ -436,3 +436,56 @@ func TestFileRawConnWait(t *testing.T) {
 		require.False(t, o.Closed.PathErr)
 	})
 }
+
+// TestPollerStartAfterEMFILE: a process out of descriptors when gatenet
+// first needs its poller (epoll instances, park slots) gets EMFILE from
+// Pipe, not a pipe that quietly lacks deadlines and Close-unblocks-Read,
+// and leaks nothing; once descriptors are free again the poller starts,
+// as net's sockets work again then. Before, the first failure was every
+// later call's, for the life of the process. In a child process, whose
+// default poller has not started.
+func TestPollerStartAfterEMFILE(t *testing.T) {
+	if os.Getenv("GATENET_EMFILE_CHILD") == "" {
+		testutil.RunChild(t, "TestPollerStartAfterEMFILE", "GATENET_EMFILE_CHILD=1")
+		return
+	}
+	var old unix.Rlimit
+	require.NoError(t, unix.Getrlimit(unix.RLIMIT_NOFILE, &old))
+	lim := unix.Rlimit{Cur: uint64(testutil.OpenFDs(t) + 16), Max: old.Max}
+	require.NoError(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &lim))
+	var dups []int
+	for {
+		fd, err := unix.Dup(0)
+		if err != nil {
+			require.ErrorIs(t, err, unix.EMFILE)
+			break
+		}
+		dups = append(dups, fd)
+		require.Less(t, len(dups), 1<<16, "the limit did not take")
+	}
+	for _, fd := range dups[len(dups)-2:] { // room for the pipe, none for the poller
+		unix.Close(fd)
+	}
+	dups = dups[:len(dups)-2]
+	before := testutil.OpenFDs(t)
+	r, w, err := gatenet.Pipe()
+	require.ErrorIs(t, err, syscall.EMFILE, "Pipe while the poller cannot start")
+	require.Nil(t, r)
+	require.Nil(t, w)
+	require.Equal(t, before, testutil.OpenFDs(t), "the pipe's descriptors are closed")
+
+	for _, fd := range dups {
+		unix.Close(fd)
+	}
+	require.NoError(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &old))
+	r, w, err = gatenet.Pipe()
+	require.NoError(t, err, "descriptors are free again")
+	defer w.Close()
+	require.NoError(t, r.SetReadDeadline(time.Now().Add(time.Millisecond)))
+	_, err = r.Read(make([]byte, 1))
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded, "a pipe with deadlines")
+	require.NoError(t, r.Close())
+	ln, err := gatenet.Listen("tcp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	require.NoError(t, ln.Close())
+}

@@ -25,9 +25,10 @@ type Poller struct {
 	closing atomic.Bool
 	envErr  error // Default's: an invalid GATENET_POLLER or GATENET_SHARDS (env.go); every Open returns it
 
-	// started: every shard's init has run (New, or Default's first Open).
-	startOnce sync.Once
-	startErr  error
+	// started: every shard's init has succeeded (New, or Default's first
+	// Open that could make the shards' descriptors). startMu orders tries.
+	startMu sync.Mutex
+	started atomic.Bool
 }
 
 func newPoller(opts Options) *Poller {
@@ -103,22 +104,30 @@ func New(opts Options) (*Poller, error) {
 	return p, nil
 }
 
-// start initialises every shard, once: New's, and Default's at its first
-// Open, so that the poller's own descriptors (epoll instances, park
-// slots) are made together, as the runtime makes its poller's at its first
-// use, and not one shard at a time whenever a descriptor first lands on
-// it. An error is every later Open's, as the runtime's netpollinit
-// failure is fatal.
+// start initialises every shard: New's, and Default's at its first Open,
+// so that the poller's own descriptors (epoll instances, park slots) are
+// made together, as the runtime makes its poller's at its first use, and
+// not one shard at a time whenever a descriptor first lands on it. A
+// failure (EMFILE: the process is out of descriptors) is that Open's
+// error, and the next Open tries again, where the runtime's netpollinit
+// failure is fatal: a process that ran out of descriptors once may free
+// some, and net's sockets work again then.
 func (p *Poller) start() error {
-	p.startOnce.Do(func() {
-		for _, s := range p.shards {
-			if err := s.init(); err != nil {
-				p.startErr = err
-				return
-			}
+	if p.started.Load() {
+		return nil
+	}
+	p.startMu.Lock()
+	defer p.startMu.Unlock()
+	if p.started.Load() {
+		return nil
+	}
+	for _, s := range p.shards {
+		if err := s.init(); err != nil {
+			return err
 		}
-	})
-	return p.startErr
+	}
+	p.started.Store(true)
+	return nil
 }
 
 // Open registers fd with one of the poller's shards (round-robin):

@@ -30,8 +30,7 @@ type shard struct {
 	runtimePark bool      // Options.RuntimePark
 	parkSlots   parkSlots // slots.go
 
-	initOnce sync.Once
-	initErr  error
+	initMu sync.Mutex // orders init's tries, and close after them
 
 	epfd   int
 	loop   drainLoop // drain.go
@@ -41,35 +40,39 @@ type shard struct {
 	inited atomic.Bool // init succeeded: epfd and loop are set
 }
 
-// init is pollServerInit: once per shard.
+// init is pollServerInit, until it succeeds: a failed try releases what
+// it made, and the next call tries again (Poller.start).
 func (s *shard) init() error {
-	s.initOnce.Do(func() {
-		epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
-		if err != nil {
-			s.initErr = os.NewSyscallError("epoll_create1", err)
-			return
-		}
-		s.epfd = epfd
-		s.procs = int32(procsOfShard(runtime.GOMAXPROCS(0), len(s.poller.shards)))
-		if s.runtimePark {
-			if err := s.parkSlots.start(parkSlotsPerP * int(s.procs)); err != nil {
-				unix.Close(epfd)
-				s.initErr = err
-				return
-			}
-		}
-		if err := s.loop.start(s); err != nil {
-			s.parkSlots.stop()
+	if s.inited.Load() {
+		return nil
+	}
+	s.initMu.Lock()
+	defer s.initMu.Unlock()
+	if s.inited.Load() {
+		return nil
+	}
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return os.NewSyscallError("epoll_create1", err)
+	}
+	s.epfd = epfd
+	s.procs = int32(procsOfShard(runtime.GOMAXPROCS(0), len(s.poller.shards)))
+	if s.runtimePark {
+		if err := s.parkSlots.start(parkSlotsPerP * int(s.procs)); err != nil {
 			unix.Close(epfd)
-			s.initErr = err
-			return
+			return err
 		}
-		s.inited.Store(true)
-		liveMu.Lock()
-		live[s] = struct{}{}
-		liveMu.Unlock()
-	})
-	return s.initErr
+	}
+	if err := s.loop.start(s); err != nil {
+		s.parkSlots.stop()
+		unix.Close(epfd)
+		return err
+	}
+	s.inited.Store(true)
+	liveMu.Lock()
+	live[s] = struct{}{}
+	liveMu.Unlock()
+	return nil
 }
 
 // procsOfShard is one shard's share of procs Ps among shards, rounded up.
@@ -173,7 +176,10 @@ func (s *shard) dispatch(events []unix.EpollEvent, drained bool) (woken bool) {
 // close stops the drain loop and closes the epoll descriptor.
 func (s *shard) close() error {
 	s.closed.Store(true)
-	if !s.inited.Load() {
+	s.initMu.Lock() // a try under way ends first
+	inited := s.inited.Load()
+	s.initMu.Unlock()
+	if !inited {
 		return nil
 	}
 	liveMu.Lock()

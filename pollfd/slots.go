@@ -100,6 +100,9 @@ type parkSlots struct {
 
 // start makes the shard's n slots (all free; stop closes them).
 func (ps *parkSlots) start(n int) error {
+	ps.mu.Lock()
+	ps.stopped = false // a failed try before this one stopped them
+	ps.mu.Unlock()
 	for range n {
 		s, err := newParkSlot()
 		if err != nil {

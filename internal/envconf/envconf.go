@@ -46,7 +46,7 @@ var Tests = []string{
 	"GATENET_NETEM_SEED",         // reliability/tunlink_test.go
 	"GATENET_SIGNAL_CHILD",       // reliability/signals_test.go
 	"GATENET_SIGNAL_WANT",        // reliability/signals_test.go
-	"GATENET_EMFILE_CHILD",       // reliability/faults_test.go
+	"GATENET_EMFILE_CHILD",       // reliability/faults_test.go, pipe_test.go
 	"GATENET_IDLE",               // idle_mem_test.go
 	"GATENET_IDLE_CONNS",         // idle_mem_test.go
 	"GATENET_IDLE_PROFILE",       // idle_mem_test.go
