@@ -158,6 +158,7 @@ type Wakeups struct {
 // ECONNABORTED, …) in bursts of Burst (zero: 1) calls, a burst starting
 // with probability P at each Accept. ECONNABORTED is retried inside
 // Accept, as net does, so it exercises that loop rather than the caller.
+// Err is at most 4095, the kernel's last errno.
 type AcceptErrors struct {
 	Err   syscall.Errno
 	P     float64
@@ -166,7 +167,8 @@ type AcceptErrors struct {
 
 // DialErrors makes a dial's connect fail with Err (ECONNREFUSED,
 // ENETUNREACH, EHOSTUNREACH, …) with probability P (zero: 1). Err zero
-// makes the connect hang until the dial's deadline or cancellation.
+// makes the connect hang until the dial's deadline or cancellation; Err is
+// at most 4095, the kernel's last errno.
 type DialErrors struct {
 	Err syscall.Errno
 	P   float64

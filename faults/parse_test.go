@@ -171,6 +171,10 @@ func TestValidateRefuses(t *testing.T) {
 		{faults.Slicer{Min: 1, Max: 1, Dir: 4}, "Dir Dir(4) is not Read, Write or Both"},
 		{faults.EAGAIN{P: 0.5, Dir: 255}, "Dir Dir(255) is not Read, Write or Both"},
 		{faults.Latency{Delay: math.MaxInt64 - 1, Jitter: 2}, "Delay plus Jitter overflows"},
+		// Past the kernel's last errno (MAX_ERRNO, 4095), which Parse reads
+		// as a number: String's form of it would not read back.
+		{faults.DialErrors{Err: syscall.Errno(5000), P: 1}, "errno 5000 is past 4095"},
+		{faults.AcceptErrors{Err: syscall.Errno(4096), P: 0.5}, "errno 4096 is past 4095"},
 	} {
 		require.ErrorContains(t, faults.New(1, tc.fault).Validate(), tc.want, "%#v", tc.fault)
 	}

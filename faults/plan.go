@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"syscall"
 	"time"
 )
 
@@ -111,11 +112,16 @@ func compile(fs []Fault) (plan, error) {
 			err = prob(x, x.P)
 			if x.Err == 0 || x.Burst < 0 {
 				err = fmt.Errorf("faults: %s: want an errno and Burst ≥ 0", format(x))
+			} else if x.Err > maxErrno {
+				err = errnoRange(x, x.Err)
 			}
 			x.Burst = max(x.Burst, 1)
 			p.accept = &x
 		case DialErrors:
 			err = prob(x, x.P)
+			if x.Err > maxErrno {
+				err = errnoRange(x, x.Err)
+			}
 			if x.P == 0 {
 				x.P = 1
 			}
@@ -145,4 +151,13 @@ func compile(fs []Fault) (plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// maxErrno is the kernel's last errno (MAX_ERRNO): a system call's error
+// is never past it, and Parse reads an errno's number up to it.
+const maxErrno = 4095
+
+// errnoRange is Validate's error for an errno past maxErrno.
+func errnoRange(f Fault, e syscall.Errno) error {
+	return fmt.Errorf("faults: %s: errno %d is past %d, the kernel's last", format(f), uint(e), maxErrno)
 }
