@@ -327,6 +327,10 @@ func TestWaitReadRegularFileAndNil(t *testing.T) {
 	require.NoError(t, f.WaitRead(context.Background())) // always ready
 	//lint:ignore SA1012 a nil context is documented to mean Background: that is what is tested
 	require.NoError(t, f.WaitWrite(nil))
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	requirePathError(t, f.WaitRead(done), "read", f.Name(), context.Canceled) // a done context fails at once, as on a pipe
+	requirePathError(t, f.WaitWrite(done), "write", f.Name(), context.Canceled)
 	require.Equal(t, os.ErrInvalid, (*gatenet.File)(nil).WaitRead(context.Background()))
 	require.NoError(t, f.Close())
 	require.ErrorIs(t, f.WaitRead(context.Background()), os.ErrClosed)

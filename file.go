@@ -524,7 +524,7 @@ func (f *File) WriteContext(ctx context.Context, b []byte) (int, error) {
 // done, the read deadline passes or the File is closed; it consumes
 // nothing. A descriptor epoll refused (a regular file) is always ready. A
 // done context gives a *fs.PathError (Op "read") wrapping ctx.Err(), at
-// once if it was done before the call.
+// once if it was done before the call, whatever the descriptor.
 func (f *File) WaitRead(ctx context.Context) error {
 	if err := f.checkValid("read"); err != nil {
 		return err

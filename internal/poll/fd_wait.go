@@ -54,7 +54,11 @@ func (fd *FD) waitReady(ctx context.Context, mode pollfd.Mode) error {
 		return err
 	}
 	// fd.pd nil: epoll refused it (a regular file), always ready, as
-	// poll(2) says.
+	// poll(2) says, unless ctx is done already: that fails at once, as on
+	// any descriptor.
+	if fd.pd == nil {
+		err = ctx.Err()
+	}
 	for fd.pd != nil {
 		err = fd.Prepare(mode)
 		if err == nil {
