@@ -4,7 +4,8 @@
 // gatenet's poller while net/http and crypto/tls run unchanged.
 //
 // It has net/http/httptest's API and semantics — NewServer, NewTLSServer,
-// NewUnstartedServer, Start, StartTLS, EnableHTTP2, Close (which waits for
+// NewUnstartedServer, Go 1.27's NewTestServer (with Go 1.26 too), Start,
+// StartTLS, EnableHTTP2, Close (which waits for
 // outstanding requests), CloseClientConnections, Client, Certificate, URL
 // of the form "http://127.0.0.1:port", and the -httptest.serve flag — and
 // re-exports its ResponseRecorder, NewRecorder, NewRequest,
@@ -18,6 +19,10 @@
 //   - Server.Listener is a *gatenet.TCPListener (wrapped by crypto/tls's
 //     listener after StartTLS), and the connections the server accepts
 //     and the Client dials are *gatenet.TCPConn.
+//   - NewTestServer serves on two gatenet loopback listeners (HTTP and
+//     HTTPS), which its Client dials whatever a request's host, where
+//     net/http/httptest's serves on an in-memory network; Listener stays
+//     unset, as there. Both work in testing/synctest bubbles.
 //   - The TLS certificate is an embedded self-signed RSA 2048 CA like
 //     httptest's, valid for 127.0.0.1, ::1, example.com and *.example.com
 //     until 2084, and for localhost too; Server.Certificate returns it.

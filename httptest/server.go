@@ -19,6 +19,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/gatenet/gatenet"
@@ -55,6 +56,14 @@ type Server struct {
 
 	// certificate is a parsed version of the TLS config certificate, if present.
 	certificate *x509.Certificate
+
+	// NewTestServer's (testserver.go): its test, the start its Client
+	// makes once unless Start or StartTLS came first, and the two
+	// listeners that start serves HTTP and HTTPS on.
+	t                 testing.TB
+	startOnce         sync.Once
+	testLn, testTLSLn net.Listener
+	started           bool // guarded by mu
 
 	// wg counts the number of outstanding HTTP requests on this server.
 	// Close blocks until all requests are finished.
@@ -125,12 +134,10 @@ func NewUnstartedServer(handler http.Handler) *Server {
 	}
 }
 
-// Start starts a server from NewUnstartedServer.
+// Start starts a server from NewUnstartedServer, or NewTestServer's on
+// the loopback interface.
 func (s *Server) Start() {
-	if s.URL != "" {
-		panic("Server already started")
-	}
-
+	s.startCommon(true)
 	s.injectFaults()
 	if s.client == nil {
 		tr := &http.Transport{}
@@ -139,7 +146,7 @@ func (s *Server) Start() {
 	}
 	s.URL = "http://" + s.Listener.Addr().String()
 	s.wrap()
-	s.goServe()
+	s.goServe(s.Listener)
 	if serve := serveFlag(); serve != "" {
 		fmt.Fprintln(os.Stderr, "httptest: serving on", s.URL)
 		select {}
@@ -178,23 +185,41 @@ func (s *Server) injectFaults() {
 	}
 }
 
-// StartTLS starts TLS on a server from NewUnstartedServer.
+// StartTLS starts TLS on a server from NewUnstartedServer, or
+// NewTestServer's on the loopback interface.
 func (s *Server) StartTLS() {
-	if s.URL != "" {
-		panic("Server already started")
-	}
+	s.startCommon(true)
 	s.injectFaults()
 	if s.client == nil {
 		s.client = &http.Client{}
 	}
-	cert, err := localhostCert()
+	tlsClientConfig, err := s.initTLS()
 	if err != nil {
 		panic(fmt.Sprintf("httptest: NewTLSServer: %v", err))
 	}
+	tr := &http.Transport{
+		TLSClientConfig:   tlsClientConfig,
+		ForceAttemptHTTP2: s.EnableHTTP2,
+	}
+	tr.DialContext = s.dialContext(tr, "443")
+	s.client.Transport = tr
+	s.Listener = tls.NewListener(s.Listener, s.TLS)
+	s.URL = "https://" + s.Listener.Addr().String()
+	s.wrap()
+	s.goServe(s.Listener)
+}
 
-	existingConfig := s.TLS
-	if existingConfig != nil {
-		s.TLS = existingConfig.Clone()
+// initTLS sets s.TLS up to serve (a clone of the config set before the
+// start, else a new one; the test certificate unless it has one; h2 or
+// http/1.1 unless it names protocols) and returns a client config that
+// trusts the certificate.
+func (s *Server) initTLS() (*tls.Config, error) {
+	cert, err := localhostCert()
+	if err != nil {
+		return nil, err
+	}
+	if existing := s.TLS; existing != nil {
+		s.TLS = existing.Clone()
 	} else {
 		s.TLS = new(tls.Config)
 	}
@@ -210,22 +235,35 @@ func (s *Server) StartTLS() {
 	}
 	s.certificate, err = x509.ParseCertificate(s.TLS.Certificates[0].Certificate[0])
 	if err != nil {
-		panic(fmt.Sprintf("httptest: NewTLSServer: %v", err))
+		return nil, err
 	}
 	certpool := x509.NewCertPool()
 	certpool.AddCert(s.certificate)
-	tr := &http.Transport{
-		TLSClientConfig: &tls.Config{
-			RootCAs: certpool,
-		},
-		ForceAttemptHTTP2: s.EnableHTTP2,
+	return &tls.Config{RootCAs: certpool}, nil
+}
+
+// startCommon is what every start does first, as net/http/httptest's: a
+// second start panics, and, with the Go 1.27 httptest this mirrors, so
+// does a start after Close; a NewTestServer server started on the
+// loopback interface (loopback) gets its listener now, and its Client
+// no longer starts it.
+func (s *Server) startCommon(loopback bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started || s.URL != "" {
+		panic("Server already started")
 	}
-	tr.DialContext = s.dialContext(tr, "443")
-	s.client.Transport = tr
-	s.Listener = tls.NewListener(s.Listener, s.TLS)
-	s.URL = "https://" + s.Listener.Addr().String()
-	s.wrap()
-	s.goServe()
+	if s.closed && startOfClosedPanics {
+		panic("Start of closed Server")
+	}
+	s.started = true
+	if s.t != nil && loopback {
+		s.startOnce.Do(func() {})
+		if s.Listener != nil {
+			panic("Server.Listener is unexpectedly set")
+		}
+		s.Listener = newLocalListener()
+	}
 }
 
 // NewTLSServer starts and returns a new [Server] using TLS.
@@ -246,7 +284,11 @@ func (s *Server) Close() {
 	s.mu.Lock()
 	if !s.closed {
 		s.closed = true
-		s.Listener.Close()
+		for _, ln := range []net.Listener{s.Listener, s.testLn, s.testTLSLn} {
+			if ln != nil {
+				ln.Close()
+			}
+		}
 		s.Config.SetKeepAlivesEnabled(false)
 		for c, st := range s.conns {
 			// Force-close idle connections (between requests) and new
@@ -326,16 +368,20 @@ func (s *Server) Certificate() *x509.Certificate {
 // and will close its idle connections on [Server.Close].
 // Use Server.URL as the base URL to send requests to the server.
 // The returned client will also redirect any requests to "example.com"
-// or its subdomains to the server.
+// or its subdomains to the server. A NewTestServer server not started
+// with Start or StartTLS is started by the first call (testserver.go).
 func (s *Server) Client() *http.Client {
+	if s.t != nil {
+		s.startOnce.Do(s.startTestNet)
+	}
 	return s.client
 }
 
-func (s *Server) goServe() {
+func (s *Server) goServe(ln net.Listener) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		s.Config.Serve(s.Listener)
+		s.Config.Serve(ln)
 	}()
 }
 
