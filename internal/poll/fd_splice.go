@@ -121,6 +121,8 @@ func SpliceToFile(dstfd int, src *FD) (written int64, err error, handled, srcErr
 // spliceThroughPipe is SpliceEnds between two descriptors neither of
 // which is a pipe: from src into a pooled pipe, and from there into the
 // destination with pump, which reports how much of inPipe it moved.
+//
+//lint:ignore ST1008 Splice's order, internal/poll's: (written, err, handled), then whose err
 func spliceThroughPipe(src *FD, remain int64, pump func(piper, inPipe int) (int, error)) (written int64, err error, handled, srcErr bool) {
 	pv := splicePipes.Get()
 	if pv == nil {
