@@ -449,24 +449,8 @@ func TestPollerStartAfterEMFILE(t *testing.T) {
 		testutil.RunChild(t, "TestPollerStartAfterEMFILE", "GATENET_EMFILE_CHILD=1")
 		return
 	}
-	var old unix.Rlimit
-	require.NoError(t, unix.Getrlimit(unix.RLIMIT_NOFILE, &old))
-	lim := unix.Rlimit{Cur: uint64(testutil.OpenFDs(t) + 16), Max: old.Max}
-	require.NoError(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &lim))
-	var dups []int
-	for {
-		fd, err := unix.Dup(0)
-		if err != nil {
-			require.ErrorIs(t, err, unix.EMFILE)
-			break
-		}
-		dups = append(dups, fd)
-		require.Less(t, len(dups), 1<<16, "the limit did not take")
-	}
-	for _, fd := range dups[len(dups)-2:] { // room for the pipe, none for the poller
-		unix.Close(fd)
-	}
-	dups = dups[:len(dups)-2]
+	full := testutil.ExhaustDescriptors(t)
+	full.Free(2) // room for the pipe, none for the poller
 	before := testutil.OpenFDs(t)
 	r, w, err := gatenet.Pipe()
 	require.ErrorIs(t, err, syscall.EMFILE, "Pipe while the poller cannot start")
@@ -474,10 +458,7 @@ func TestPollerStartAfterEMFILE(t *testing.T) {
 	require.Nil(t, w)
 	require.Equal(t, before, testutil.OpenFDs(t), "the pipe's descriptors are closed")
 
-	for _, fd := range dups {
-		unix.Close(fd)
-	}
-	require.NoError(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &old))
+	full.Release()
 	r, w, err = gatenet.Pipe()
 	require.NoError(t, err, "descriptors are free again")
 	defer w.Close()

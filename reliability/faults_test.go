@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 
 	"github.com/gatenet/gatenet"
 	"github.com/gatenet/gatenet/internal/testutil"
@@ -336,31 +335,7 @@ func TestEMFILEChild(t *testing.T) {
 	require.NoError(t, err)
 	defer nPending.Close()
 
-	var old unix.Rlimit
-	require.NoError(t, unix.Getrlimit(unix.RLIMIT_NOFILE, &old))
-	used := testutil.OpenFDs(t)
-	lim := unix.Rlimit{Cur: uint64(used + 8), Max: old.Max}
-	require.NoError(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &lim))
-	defer unix.Setrlimit(unix.RLIMIT_NOFILE, &old)
-
-	var dups []int
-	closeDups := func(n int) {
-		for ; n > 0 && len(dups) > 0; n-- {
-			unix.Close(dups[len(dups)-1])
-			dups = dups[:len(dups)-1]
-		}
-	}
-	defer closeDups(len(dups) + 1<<20)
-	for {
-		fd, err := unix.Dup(0)
-		if err != nil {
-			require.ErrorIs(t, err, unix.EMFILE)
-			break
-		}
-		dups = append(dups, fd)
-		require.Less(t, len(dups), 1<<16, "the limit did not take")
-	}
-	t.Logf("limit %d, %d descriptors before, %d dups", lim.Cur, used, len(dups))
+	full := testutil.ExhaustDescriptors(t)
 
 	// At the limit: clean EMFILE, no panic.
 	_, _, err = gatenet.Pipe()
@@ -393,7 +368,7 @@ func TestEMFILEChild(t *testing.T) {
 	}
 
 	// Free a few: everything works again.
-	closeDups(8)
+	full.Free(8)
 	r, w, err := gatenet.Pipe()
 	require.NoError(t, err, "Pipe after freeing descriptors")
 	_, err = w.Write([]byte("p"))
