@@ -243,8 +243,8 @@ func (s *Server) initTLS() (*tls.Config, error) {
 }
 
 // startCommon is what every start does first, as net/http/httptest's: a
-// second start panics, and, with the Go 1.27 httptest this mirrors, so
-// does a start after Close; a NewTestServer server started on the
+// second start panics, and, with the Go 1.27 httptest this mirrors (and
+// for NewTestServer's server with any Go), so does a start after Close; a NewTestServer server started on the
 // loopback interface (loopback) gets its listener now, and its Client
 // no longer starts it.
 func (s *Server) startCommon(loopback bool) {
@@ -253,7 +253,7 @@ func (s *Server) startCommon(loopback bool) {
 	if s.started || s.URL != "" {
 		panic("Server already started")
 	}
-	if s.closed && startOfClosedPanics {
+	if s.closed && (startOfClosedPanics || s.t != nil) { // NewTestServer's always refuses, as Go 1.27's
 		panic("Start of closed Server")
 	}
 	s.started = true

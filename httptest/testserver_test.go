@@ -106,6 +106,29 @@ func TestNewTestServerHandlerPanicFailsTest(t *testing.T) {
 	require.Contains(t, tb.errs[0], "httptest: panic in server handler: boom")
 }
 
+// TestNewTestServerClosed: a NewTestServer server closed before it
+// started refuses every start, its Client's included, as Go 1.27's does,
+// with Go 1.26 too: nothing is listened on or served that no Close would
+// end (its cleanup's Close waited for good on a server started after).
+func TestNewTestServerClosed(t *testing.T) {
+	begin(t)
+	for _, start := range []string{"Start", "StartTLS", "Client"} {
+		s := httptest.NewTestServer(t, nil)
+		s.Close()
+		require.PanicsWithValue(t, "Start of closed Server", func() {
+			switch start {
+			case "Start":
+				s.Start()
+			case "StartTLS":
+				s.StartTLS()
+			default:
+				s.Client()
+			}
+		}, start)
+		require.Nil(t, s.Listener, start)
+	}
+}
+
 // TestStartOfClosedServer: Start or StartTLS after Close does what the
 // standard library's does with the Go this is built with (Go 1.27:
 // panics "Start of closed Server"; Go 1.26: serves on the closed
