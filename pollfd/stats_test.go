@@ -81,9 +81,11 @@ func TestStatsDrainDelivery(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, recvErr(t, ch))
 		// Nothing else waits, so no harvest can take the edge; the drain
-		// loop counts a batch after delivering it.
-		waitUntil(t, "the drain loop to count its wake-up", func() bool {
-			return p.ShardStats()[d.Shard()].DrainWakeups > base.DrainWakeups
+		// loop counts a batch after delivering it, and the nested loop its
+		// time when its callback returns, after that.
+		waitUntil(t, "the drain loop to count its wake-up and its time", func() bool {
+			st := p.ShardStats()[d.Shard()]
+			return st.DrainWakeups > base.DrainWakeups && st.DrainTime > base.DrainTime
 		})
 		st := p.ShardStats()[d.Shard()]
 		require.Equal(t, base.DrainWakeups+1, st.DrainWakeups)
