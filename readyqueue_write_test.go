@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -438,34 +439,96 @@ func TestReadyQueueWriteDeadlineBoundsOutput(t *testing.T) {
 }
 
 // TestReadyQueueMixedWritesNotStranded: a write through the member's own
-// Write, parked for room while q's output waits, does not take the room
-// q waits for: when the peer reads, both are sent, and nothing waits for
-// good. (Their bytes may interleave: Write's doc says to write through q
-// only.)
+// writers (Write, writev, sendfile, splice, its RawConn), parked for room
+// while q's output waits, does not take the room q waits for: when the
+// peer reads, both are sent, and nothing waits for good. (Their bytes may
+// interleave: Write's doc says to write through q only.)
 func TestReadyQueueMixedWritesNotStranded(t *testing.T) {
-	for round := range 5 {
-		q, c, s := watchedPair(t)
-		const size = 4 << 20 // past what the buffers take
-		_, err := q.Write(s, make([]byte, size))
-		require.NoError(t, err)
-		require.Positive(t, q.Buffered(s))
-		nexts := make(chan struct{})
-		go func() { // the worker: its Next sends q's output
-			defer close(nexts)
-			nextWithin(q, time.Minute)
-		}()
-		wrote := make(chan error, 1)
-		go func() {
-			_, err := s.Write(make([]byte, size+round*1000)) // parks for room
-			wrote <- err
-		}()
-		require.NoError(t, c.SetReadDeadline(time.Now().Add(time.Minute)))
-		n, err := io.CopyN(io.Discard, c, int64(2*size+round*1000))
-		require.NoError(t, err, "round %d: read %d of %d bytes, %d still in the queue", round, n, 2*size+round*1000, q.Buffered(s))
-		require.NoError(t, <-wrote)
-		require.Zero(t, q.Buffered(s))
-		q.Close()
-		<-nexts
+	writers := map[string]func(t *testing.T, s *gatenet.TCPConn, n int) error{
+		"Write": func(_ *testing.T, s *gatenet.TCPConn, n int) error {
+			_, err := s.Write(make([]byte, n))
+			return err
+		},
+		"writev": func(_ *testing.T, s *gatenet.TCPConn, n int) error {
+			bufs := net.Buffers{make([]byte, n/2), make([]byte, n-n/2)}
+			_, err := bufs.WriteTo(s)
+			return err
+		},
+		"sendfile": func(t *testing.T, s *gatenet.TCPConn, n int) error {
+			name := filepath.Join(t.TempDir(), "src")
+			if err := os.WriteFile(name, make([]byte, n), 0o600); err != nil {
+				return err
+			}
+			f, err := os.Open(name)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = s.ReadFrom(f)
+			return err
+		},
+		"splice": func(_ *testing.T, s *gatenet.TCPConn, n int) error {
+			r, w, err := gatenet.Pipe()
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			go func() {
+				w.Write(make([]byte, n))
+				w.Close()
+			}()
+			_, err = s.ReadFrom(r)
+			return err
+		},
+		"RawConn": func(_ *testing.T, s *gatenet.TCPConn, n int) error {
+			rc, err := s.SyscallConn()
+			if err != nil {
+				return err
+			}
+			b := make([]byte, n)
+			var werr error
+			err = rc.Write(func(fd uintptr) bool {
+				for len(b) > 0 {
+					m, err := syscall.Write(int(fd), b)
+					if err == syscall.EAGAIN {
+						return false // parks for room
+					}
+					if err != nil {
+						werr = err
+						return true
+					}
+					b = b[m:]
+				}
+				return true
+			})
+			return errors.Join(err, werr)
+		},
+	}
+	for name, write := range writers {
+		t.Run(name, func(t *testing.T) {
+			for round := range 3 {
+				q, c, s := watchedPair(t)
+				const size = 4 << 20 // past what the buffers take
+				_, err := q.Write(s, make([]byte, size))
+				require.NoError(t, err)
+				require.Positive(t, q.Buffered(s))
+				nexts := make(chan struct{})
+				go func() { // the worker: its Next sends q's output
+					defer close(nexts)
+					nextWithin(q, time.Minute)
+				}()
+				own := size + round*1000
+				wrote := make(chan error, 1)
+				go func() { wrote <- write(t, s, own) }()
+				require.NoError(t, c.SetReadDeadline(time.Now().Add(time.Minute)))
+				n, err := io.CopyN(io.Discard, c, int64(size+own))
+				require.NoError(t, err, "round %d: read %d of %d bytes, %d still in the queue", round, n, size+own, q.Buffered(s))
+				require.NoError(t, <-wrote)
+				require.Zero(t, q.Buffered(s))
+				q.Close()
+				<-nexts
+			}
+		})
 	}
 }
 

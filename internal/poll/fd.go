@@ -310,11 +310,10 @@ func (fd *FD) Prepare(mode pollfd.Mode) error {
 
 // Wait parks until mode is ready, its deadline passes or the descriptor
 // is closed (pollfd.Desc.Wait), with errors mapped as I/O calls map them.
+// Every write-side loop waits through it or waitContext, so that a
+// ReadyList waiting for room hears of the edges it takes (writeUnlock).
 func (fd *FD) Wait(mode pollfd.Mode) error {
-	if fd.pd == nil {
-		return errWaitUnsupported
-	}
-	return convertPollErr(fd.pd.Wait(mode), fd.isFile)
+	return fd.waitContext(context.Background(), mode)
 }
 
 // waitContext is Wait that also ends when ctx is done. It calls the Desc
