@@ -114,11 +114,30 @@ var (
 )
 
 // closedQueueError is the error of Add and Write on a closed queue:
-// errors.Is(err, net.ErrClosed) holds, as for a closed conn.
-type closedQueueError struct{}
+// errors.Is(err, net.ErrClosed) holds, as for a closed conn, and for a
+// File os.ErrClosed too, as for a closed File (closedQueue).
+type closedQueueError struct{ file bool }
 
-func (closedQueueError) Error() string        { return "use of closed ReadyQueue" }
-func (closedQueueError) Is(target error) bool { return target == net.ErrClosed }
+func (closedQueueError) Error() string { return "use of closed ReadyQueue" }
+
+func (e closedQueueError) Is(target error) bool {
+	return target == net.ErrClosed || e.file && target == os.ErrClosed
+}
+
+// closedQueue is the closed queue's error for p.
+func closedQueue(p Pollable) error {
+	_, file := p.(*File)
+	return closedQueueError{file}
+}
+
+// closedMember is the error of a write to p once p is closing: what p's
+// own methods report once it is closed.
+func closedMember(p Pollable) error {
+	if _, file := p.(*File); file {
+		return os.ErrClosed
+	}
+	return net.ErrClosed
+}
 
 // opError wraps err as net does, with p's network and addresses where p
 // has them (a conn: local and remote; a listener: its address).
@@ -167,7 +186,7 @@ func (q *ReadyQueue) Add(p Pollable) error {
 		return err
 	}
 	if q.closed.Load() {
-		return opError("add", p, closedQueueError{})
+		return opError("add", p, closedQueue(p))
 	}
 	m, _ := fd.WatchCookie(q.list).(*member)
 	if m == nil {
@@ -191,7 +210,7 @@ func (q *ReadyQueue) watch(m *member) error {
 		}
 		return nil
 	case errors.Is(err, pollfd.ErrListClosed):
-		err = closedQueueError{}
+		err = closedQueue(m.p)
 	case errors.Is(err, pollfd.ErrWatchedElsewhere):
 		err = errWatchedByOther
 	case err == poll.ErrFileClosing:

@@ -200,6 +200,42 @@ func TestReadyQueueWriteClosedMember(t *testing.T) {
 	require.ErrorIs(t, err, os.ErrClosed)
 }
 
+// TestReadyQueueClosedErrorsForFiles: a File member gets os.ErrClosed, as
+// from its own methods, where a conn gets net.ErrClosed: from Add and
+// Write on a closed queue, and from Write after CloseWhenFlushed while its
+// output waits.
+func TestReadyQueueClosedErrorsForFiles(t *testing.T) {
+	testutil.CheckLeaks(t)
+	r, w, err := gatenet.Pipe()
+	require.NoError(t, err)
+	defer r.Close()
+	defer w.Close()
+	_, s := testutil.TCPPair(t)
+
+	q := gatenet.NewReadyQueue()
+	require.NoError(t, q.Add(w))
+	require.NoError(t, q.Close())
+	_, err = q.Write(w, []byte("x"))
+	require.ErrorIs(t, err, os.ErrClosed)
+	require.ErrorIs(t, err, net.ErrClosed)
+	require.ErrorIs(t, q.Add(r), os.ErrClosed)
+	_, err = q.Write(s, []byte("x"))
+	require.ErrorIs(t, err, net.ErrClosed)
+	require.NotErrorIs(t, err, os.ErrClosed) // as a closed net conn's
+
+	q = gatenet.NewReadyQueue()
+	defer q.Close()
+	require.NoError(t, q.Add(w))
+	_, err = q.Write(w, make([]byte, 4<<20)) // more than the pipe takes
+	require.NoError(t, err)
+	require.Positive(t, q.Buffered(w))
+	require.NoError(t, q.CloseWhenFlushed(w))
+	_, err = q.Write(w, []byte("x"))
+	var op *net.OpError
+	require.ErrorAs(t, err, &op)
+	require.ErrorIs(t, err, os.ErrClosed)
+}
+
 // TestReadyQueueCloseWhenFlushedNoQueue: CloseWhenFlushed on a queue not
 // made by NewReadyQueue reports that, and still closes the conn it was
 // given, as its doc promises.

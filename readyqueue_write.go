@@ -102,7 +102,7 @@ func (q *ReadyQueue) Write(p Pollable, b []byte) (int, error) {
 		return 0, opError("write", p, errNotStream)
 	}
 	if q.closed.Load() {
-		return 0, opError("write", p, closedQueueError{})
+		return 0, opError("write", p, closedQueue(p))
 	}
 	m, _ := fd.WatchCookie(q.list).(*member)
 	if m == nil {
@@ -137,7 +137,7 @@ func (q *ReadyQueue) Write(p Pollable, b []byte) (int, error) {
 		return 0, o.err
 	}
 	if o.closing {
-		return 0, opError("write", p, net.ErrClosed)
+		return 0, opError("write", p, closedMember(p))
 	}
 	if len(o.buf) > 0 {
 		return q.keep(m, o, b, 0)
@@ -154,7 +154,7 @@ func (q *ReadyQueue) Write(p Pollable, b []byte) (int, error) {
 // Write's result. Called with m.mu held.
 func (q *ReadyQueue) keep(m *member, o *output, b []byte, sent int) (int, error) {
 	if len(o.buf) == 0 && !q.kept.add(q, m) { // q closed meanwhile: nothing would send it
-		return sent, opError("write", m.p, closedQueueError{})
+		return sent, opError("write", m.p, closedQueue(m.p))
 	}
 	o.buf = append(o.buf, b[sent:]...)
 	if !o.held && len(o.buf) > int(q.outputLimit.Load()) {
@@ -204,7 +204,7 @@ func (q *ReadyQueue) flush(m *member) {
 	closing := o.closing && (err == nil || !errors.Is(err, context.Canceled))
 	switch {
 	case closing:
-		o.buf, o.err = nil, net.ErrClosed
+		o.buf, o.err = nil, opError("write", m.p, closedMember(m.p))
 		q.held.forget(m)
 	case err == nil:
 		o.buf = nil
@@ -270,7 +270,7 @@ func (q *ReadyQueue) CloseWhenFlushed(p Pollable) error {
 	if o.dropped {
 		m.mu.Unlock()
 		p.Close()
-		return opError("close", p, closedQueueError{})
+		return opError("close", p, closedQueue(p))
 	}
 	if len(o.buf) == 0 || o.err != nil {
 		m.mu.Unlock()
@@ -279,7 +279,7 @@ func (q *ReadyQueue) CloseWhenFlushed(p Pollable) error {
 	if !q.closing.add(q, m) { // q is closed: nothing will send it
 		m.mu.Unlock()
 		p.Close()
-		return opError("close", p, closedQueueError{})
+		return opError("close", p, closedQueue(p))
 	}
 	o.closing, o.held = true, true
 	err = m.fd.WatchWrite(q.list, true)
