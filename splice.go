@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -105,35 +106,79 @@ func (noWriteTo) WriteTo(io.Writer) (int64, error) { panic("can't happen") }
 
 // spliceToOSFile splices src, a stream socket, into f until src's end, as
 // os's spliceToFile does for net's conns: f a regular file not opened for
-// appending (splice(2) refuses those), else not handled. An error is f's
-// "write" *fs.PathError around splice's, the socket's own included.
+// appending (splice(2) refuses those) or a pipe, else not handled. An
+// error is f's "write" *fs.PathError around splice's, the socket's own
+// included, or f's own once f is closed.
 func spliceToOSFile(f *os.File, src *poll.FD) (n int64, err error, handled bool) {
 	if f == nil {
 		return 0, nil, false
 	}
 	st, serr := f.Stat()
-	if serr != nil || !st.Mode().IsRegular() {
+	if serr != nil {
 		return 0, nil, false
 	}
 	rc, serr := f.SyscallConn()
 	if serr != nil {
 		return 0, nil, false
 	}
-	cerr := rc.Write(func(fd uintptr) bool {
-		if fl, ferr := unix.FcntlInt(fd, unix.F_GETFL, 0); ferr != nil || fl&unix.O_APPEND != 0 {
+	var cerr error
+	switch {
+	case st.Mode().IsRegular():
+		cerr = rc.Write(func(fd uintptr) bool {
+			if fl, ferr := unix.FcntlInt(fd, unix.F_GETFL, 0); ferr != nil || fl&unix.O_APPEND != 0 {
+				return true
+			}
+			n, err, handled, _ = poll.SpliceToFile(int(fd), src)
 			return true
-		}
-		n, err, handled, _ = poll.SpliceToFile(int(fd), src)
-		return true
-	})
+		})
+	case st.Mode()&fs.ModeNamedPipe != 0: // a pipe or a FIFO
+		n, err, handled, cerr = spliceToOSPipe(rc, src)
+	}
 	if !handled {
 		return 0, nil, false
 	}
-	if err == nil {
-		err = cerr
+	if err == nil && cerr != nil {
+		if _, werr := f.Write(nil); werr != nil {
+			return n, werr, true // f closed meanwhile: its own error, as os's
+		}
+		err = cerr // its write deadline
 	}
 	if err == nil {
 		return n, nil, true
 	}
 	return n, &fs.PathError{Op: "write", Path: f.Name(), Err: wrapSyscallError("splice", err)}, true
+}
+
+// spliceToOSPipe splices src into the pipe behind rc, an *os.File's,
+// chunk by chunk until src's end, waiting for room in the runtime's
+// poller (rc.Write) as os's own splice does; cerr is that wait's error.
+//
+//lint:ignore ST1008 spliceToOSFile's order, then the wait's error
+func spliceToOSPipe(rc syscall.RawConn, src *poll.FD) (n int64, err error, handled bool, cerr error) {
+	handled = true
+	cerr = rc.Write(func(fd uintptr) bool {
+		fl, ferr := unix.FcntlInt(fd, unix.F_GETFL, 0)
+		if ferr != nil {
+			handled = n > 0
+			return true
+		}
+		for {
+			m, serr, full, ok := poll.SpliceToPipe(int(fd), src, fl&unix.O_NONBLOCK != 0)
+			if !ok {
+				handled = n > 0
+				return true
+			}
+			n += int64(m)
+			switch {
+			case full:
+				return false // wait for room, then go on
+			case serr != nil:
+				err = serr
+				return true
+			case m == 0:
+				return true // src's end
+			}
+		}
+	})
+	return n, err, handled, cerr
 }

@@ -208,8 +208,8 @@ func (c *TCPConn) ReadFrom(r io.Reader) (int64, error) {
 // ReadFrom — and an error comes wrapped twice, w's ReadFrom's inside this
 // conn's "writeto", exactly as net reports io.Copy between two TCP conns.
 // An *os.File w, whose ReadFrom splices from net's conns only, gets what
-// it gives those: a splice into a regular file, its error the file's
-// "write" *fs.PathError (spliceToOSFile).
+// it gives those: a splice into a regular file or a pipe, its error the
+// file's "write" *fs.PathError (spliceToOSFile).
 func (c *TCPConn) WriteTo(w io.Writer) (int64, error) {
 	if !c.ok() {
 		return 0, syscall.EINVAL

@@ -135,3 +135,78 @@ func (fd *FD) owns(err error, dst *FD) bool {
 	}
 	return dst.isPipe() && !fd.isPipe()
 }
+
+// SpliceToPipe makes one splice(2) of up to maxSpliceChunk bytes from src, a stream
+// socket, straight into pipefd, a pipe's write end the caller holds (an
+// *os.File's, inside its RawConn.Write): os's spliceToFile, for net's
+// TCPConn.WriteTo into a pipe. It waits, under src's read lock, while src
+// has nothing; it returns full when the pipe has no room, for the caller
+// to wait on the pipe its own way (pollable false: the pipe is in
+// blocking mode, and the splice waits for room in the kernel, as a write
+// to it would). n == 0 with neither err nor full is src's end of stream.
+// A byte leaves src only into the pipe, so an error loses nothing.
+// handled is false, and nothing moved, when src has faults attached or is
+// in a synctest bubble (a copy through a buffer goes through those
+// layers), or the kernel refused the pair.
+//
+//lint:ignore ST1008 Splice's order: (n, err), then what the caller does next
+func SpliceToPipe(pipefd int, src *FD, pollable bool) (n int, err error, full, handled bool) {
+	if src.hooked() {
+		return 0, nil, false, false
+	}
+	n, err, full = spliceToPipe(pipefd, src, pollable)
+	if n == 0 && notSpliceable(err) {
+		return 0, nil, false, false
+	}
+	return n, err, full, true
+}
+
+func spliceToPipe(pipefd int, src *FD, pollable bool) (n int, err error, full bool) {
+	if err := src.readLock(); err != nil {
+		return 0, err, false
+	}
+	defer src.readUnlock()
+	if err := src.Prepare(pollfd.ModeRead); err != nil {
+		return 0, err, false
+	}
+	flags := 0
+	if pollable {
+		flags = unix.SPLICE_F_NONBLOCK
+	}
+	for {
+		spliceCalls.Add(1)
+		m, err := unix.Splice(src.Sysfd, nil, pipefd, nil, maxSpliceChunk, flags)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == nil:
+			return int(m), nil, false
+		case err != unix.EAGAIN:
+			return 0, err, false
+		}
+		readable, perr := pollNow(src.Sysfd, unix.POLLIN|unix.POLLRDHUP)
+		if perr != nil {
+			return 0, perr, false
+		}
+		if !readable {
+			if !src.Pollable() {
+				return 0, err, false
+			}
+			if err := src.Wait(pollfd.ModeRead); err != nil {
+				return 0, err, false
+			}
+			continue
+		}
+		if !pollable {
+			continue // the splice waits for room itself
+		}
+		writable, perr := pollNow(pipefd, unix.POLLOUT)
+		if perr != nil {
+			return 0, perr, false
+		}
+		if !writable {
+			return 0, nil, true
+		}
+		// Both ready by now: splice again.
+	}
+}
