@@ -76,7 +76,10 @@ func (c *UDPConn) batchState() *udpBatch {
 // kernel's queue as it is (a conn FilePacketConn or FileConn makes of
 // that File cuts trains again). A read already blocked when the first
 // ReadBatch begins may still receive one train whole: begin batch reads
-// before other readers, as a QUIC endpoint does.
+// before other readers, as a QUIC endpoint does. A socket on which the
+// caller turned UDP_GRO on itself (SyscallConn) is left as it is: every
+// read returns a train whole, with UDP_GRO's control message (its segment
+// size), as net's conn does with x/net's ReadBatch.
 //
 // With faults attached or in a synctest bubble, ReadBatch reads one
 // datagram per call, so that each passes the fault layer on its own.
@@ -94,7 +97,9 @@ func (c *UDPConn) ReadBatch(ms []ipv4.Message, flags int) (int, error) {
 		b.rmu.Lock()
 		if !b.groTried {
 			b.groTried = true
-			c.enableGRO(b)
+			if !c.groOptionOn() { // else the caller's: it reads the trains itself
+				c.enableGRO(b)
+			}
 		}
 		trains := b.gro.Load() && flags&unix.MSG_ERRQUEUE == 0 // the error queue holds none
 		if trains {

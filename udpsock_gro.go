@@ -112,18 +112,23 @@ func (c *UDPConn) enableGRO(b *udpBatch) {
 	b.gro.Store(true)
 }
 
+// groOptionOn reports whether c's socket has UDP_GRO on.
+func (c *UDPConn) groOptionOn() bool {
+	if err := c.fd.pfd.Incref(); err != nil {
+		return false
+	}
+	defer c.fd.pfd.Decref()
+	on, err := unix.GetsockoptInt(c.fd.pfd.Sysfd, unix.IPPROTO_UDP, unix.UDP_GRO)
+	return err == nil && on != 0
+}
+
 // adoptGRO is enableGRO for a socket made of a file (FileConn,
 // FilePacketConn) that had UDP_GRO on already, as a File of a conn that
 // ran a ReadBatch has: its reads cut trains from the start. Where this
 // package cannot cut them (faults, a bubble), it turns the option off, so
 // that no read returns a train whole.
 func (c *UDPConn) adoptGRO() {
-	if err := c.fd.pfd.Incref(); err != nil {
-		return
-	}
-	on, err := unix.GetsockoptInt(c.fd.pfd.Sysfd, unix.IPPROTO_UDP, unix.UDP_GRO)
-	c.fd.pfd.Decref()
-	if err != nil || on == 0 {
+	if !c.groOptionOn() {
 		return
 	}
 	b := c.batchState()

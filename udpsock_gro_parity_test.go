@@ -11,6 +11,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -262,4 +263,49 @@ func TestUDPGROFileConnCutsTrains(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestUDPGROSetByCallerAsXNet: a caller that turned UDP_GRO on itself
+// (SyscallConn) reads the trains whole, with UDP_GRO's control message,
+// from ReadBatch as from x/net's on net's conn, and from ReadMsgUDP after
+// it. Before, the first ReadBatch took the trains over and cut them.
+func TestUDPGROSetByCallerAsXNet(t *testing.T) {
+	testutil.CheckLeaks(t)
+	g, s, tx := udp4Trio(t)
+	for _, c := range []syscall.Conn{g, s} {
+		rc, err := c.SyscallConn()
+		require.NoError(t, err)
+		var serr error
+		require.NoError(t, rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_GRO, 1) }))
+		require.NoError(t, serr)
+	}
+	for range 2 { // three datagrams of 40 bytes, sent as one, twice
+		for _, to := range []*net.UDPAddr{g.LocalAddr().(*net.UDPAddr), s.LocalAddr().(*net.UDPAddr)} {
+			_, _, err := tx.WriteMsgUDP(trainPayload(120, 40), gsoOOB(40), to)
+			require.NoError(t, err)
+		}
+	}
+	want := batchResult(ipv4.NewPacketConn(s), 2, 1024, unix.MSG_DONTWAIT|unix.MSG_WAITFORONE)
+	got := batchResult(g, 2, 1024, unix.MSG_DONTWAIT|unix.MSG_WAITFORONE)
+	require.True(t, strings.HasPrefix(want, "2 "), want) // loopback sends are queued on return
+	require.Contains(t, want, "N=120")
+	require.Equal(t, want, got)
+	require.Equal(t, 1, groOption(t, g))
+
+	// ReadMsgUDP after the ReadBatch: a train whole too, as net's.
+	readMsg := func(c interface {
+		SetReadDeadline(time.Time) error
+		ReadMsgUDP(b, oob []byte) (n, oobn, flags int, addr *net.UDPAddr, err error)
+		LocalAddr() net.Addr
+	}) []int {
+		_, _, err := tx.WriteMsgUDP(trainPayload(120, 40), gsoOOB(40), c.LocalAddr().(*net.UDPAddr))
+		require.NoError(t, err)
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(time.Minute)))
+		n, oobn, flags, _, err := c.ReadMsgUDP(make([]byte, 1024), make([]byte, 128))
+		require.NoError(t, err)
+		return []int{n, oobn, flags}
+	}
+	want2 := readMsg(s)
+	require.Equal(t, 120, want2[0])
+	require.Equal(t, want2, readMsg(g))
 }
