@@ -87,6 +87,14 @@ func (fd *FD) Faults() *faults.Faults {
 // here instead.
 func (fd *FD) hooked() bool { return fd.flags.Load()&(flagFaults|flagBubble|flagWatched) != 0 }
 
+// copyRefused reports whether sendfile and splice refuse fd, for the
+// caller to copy through a buffer: with faults attached (that copy goes
+// through the fault layer) or a ReadyList watching it (its reads tell
+// the list what they found). One paired in a synctest bubble moves bytes
+// with them, each call that did waking the peer (wakePeer), as a loop's
+// step does.
+func (fd *FD) copyRefused() bool { return fd.flags.Load()&(flagFaults|flagWatched) != 0 }
+
 // faulted reports whether faults are attached.
 func (fd *FD) faulted() bool { return fd.flags.Load()&flagFaults != 0 }
 

@@ -25,8 +25,8 @@ func SendfileCalls() int64 { return sendfileCalls.Load() }
 // internal/poll's SendFile: handled is false when the kernel refused
 // before anything was sent (the caller then copies through a buffer).
 func (fd *FD) SendFile(src int, size int64) (written int64, err error, handled bool) {
-	if fd.hooked() {
-		return 0, nil, false // the copy through a buffer goes through the fault layer
+	if fd.copyRefused() {
+		return 0, nil, false
 	}
 	if err := fd.writeLock(); err != nil {
 		return 0, err, false
@@ -44,6 +44,7 @@ func (fd *FD) SendFile(src int, size int64) (written int64, err error, handled b
 		n, err := unix.Sendfile(fd.Sysfd, src, nil, chunk)
 		if n > 0 {
 			written += int64(n)
+			fd.wakePeer(pollfd.ModeWrite)
 		}
 		switch err {
 		case nil:

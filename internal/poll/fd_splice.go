@@ -77,8 +77,8 @@ func Splice(dst, src *FD, remain int64) (written int64, err error, handled bool)
 //
 //lint:ignore ST1008 Splice's order, internal/poll's: (written, err, handled), then whose err
 func SpliceEnds(dst, src *FD, remain int64) (written int64, err error, handled, srcErr bool) {
-	if dst.hooked() || src.hooked() {
-		return 0, nil, false, false // the copy through a buffer goes through the fault layer
+	if dst.copyRefused() || src.copyRefused() {
+		return 0, nil, false, false
 	}
 	if src.isPipe() || dst.isPipe() {
 		return spliceDirect(dst, src, remain)
@@ -94,7 +94,7 @@ func SpliceEnds(dst, src *FD, remain int64) (written int64, err error, handled, 
 //
 //lint:ignore ST1008 Splice's order, internal/poll's: (written, err, handled), then whose err
 func SpliceToFile(dstfd int, src *FD) (written int64, err error, handled, srcErr bool) {
-	if src.hooked() {
+	if src.copyRefused() {
 		return 0, nil, false, false
 	}
 	return spliceThroughPipe(src, 0, func(piper, inPipe int) (int, error) {
@@ -188,6 +188,9 @@ func (fd *FD) spliceDrain(pipew, limit int) (int, error) {
 		if err == unix.EINTR {
 			continue
 		}
+		if err == nil {
+			fd.wakePeer(pollfd.ModeRead)
+		}
 		if err != unix.EAGAIN {
 			return int(max(n, 0)), err
 		}
@@ -220,6 +223,7 @@ func (fd *FD) splicePump(piper, inPipe int) (int, error) {
 		if n > 0 {
 			inPipe -= int(n)
 			written += int(n)
+			fd.wakePeer(pollfd.ModeWrite)
 			continue
 		}
 		if err != unix.EAGAIN {

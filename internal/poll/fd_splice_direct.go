@@ -82,6 +82,8 @@ func spliceStep(dst, src *FD, max int) (n int, again bool, err error, srcErr boo
 		case err == unix.EINTR:
 			continue
 		case err == nil:
+			src.wakePeer(pollfd.ModeRead)
+			dst.wakePeer(pollfd.ModeWrite)
 			return int(m), false, nil, false
 		case err != unix.EAGAIN:
 			return 0, false, err, src.owns(err, dst)
@@ -145,13 +147,12 @@ func (fd *FD) owns(err error, dst *FD) bool {
 // blocking mode, and the splice waits for room in the kernel, as a write
 // to it would). n == 0 with neither err nor full is src's end of stream.
 // A byte leaves src only into the pipe, so an error loses nothing.
-// handled is false, and nothing moved, when src has faults attached or is
-// in a synctest bubble (a copy through a buffer goes through those
-// layers), or the kernel refused the pair.
+// handled is false, and nothing moved, when src refuses (copyRefused) or
+// the kernel refused the pair.
 //
 //lint:ignore ST1008 Splice's order: (n, err), then what the caller does next
 func SpliceToPipe(pipefd int, src *FD, pollable bool) (n int, err error, full, handled bool) {
-	if src.hooked() {
+	if src.copyRefused() {
 		return 0, nil, false, false
 	}
 	n, err, full = spliceToPipe(pipefd, src, pollable)
@@ -180,6 +181,7 @@ func spliceToPipe(pipefd int, src *FD, pollable bool) (n int, err error, full bo
 		case err == unix.EINTR:
 			continue
 		case err == nil:
+			src.wakePeer(pollfd.ModeRead)
 			return int(m), nil, false
 		case err != unix.EAGAIN:
 			return 0, err, false
