@@ -152,8 +152,6 @@ func spliceToOSFile(f *os.File, src *poll.FD) (n int64, err error, handled bool)
 // spliceToOSPipe splices src into the pipe behind rc, an *os.File's,
 // chunk by chunk until src's end, waiting for room in the runtime's
 // poller (rc.Write) as os's own splice does; cerr is that wait's error.
-//
-//lint:ignore ST1008 spliceToOSFile's order, then the wait's error
 func spliceToOSPipe(rc syscall.RawConn, src *poll.FD) (n int64, err error, handled bool, cerr error) {
 	handled = true
 	cerr = rc.Write(func(fd uintptr) bool {
