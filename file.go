@@ -452,6 +452,9 @@ func (f *File) WriteTo(w io.Writer) (int64, error) {
 			return n, f.wrapErr("read", err)
 		}
 	}
+	if n, err, handled := f.sendToStdConn(w); handled {
+		return n, err
+	}
 	if src := spliceEnd(f); src != nil {
 		switch d := w.(type) {
 		case *TCPConn:

@@ -5,9 +5,12 @@ package gatenet
 import (
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"reflect"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 type regularFile interface {
@@ -91,4 +94,79 @@ func fileWriteToError(r io.Reader, err error) (_ error, ok bool) {
 		return err, true
 	}
 	return &fs.PathError{Op: "read", Path: named.Name(), Err: err}, true
+}
+
+// sendToStdConn sends f to w, one of net's own stream conns, with
+// sendfile(2) from f's current offset to its end, as os's File.WriteTo
+// does for them (os reaches their descriptor; gatenet's conns send the
+// file in their own ReadFrom): waiting for room in w's poller (its
+// RawConn.Write), a failure f's "read" *fs.PathError around sendfile's,
+// or around w's own closed or deadline error. handled false: w is not
+// such a conn, f is not a regular file, or the kernel refused the pair
+// before a byte moved.
+func (f *File) sendToStdConn(w io.Writer) (n int64, err error, handled bool) {
+	switch c := w.(type) {
+	case *net.TCPConn:
+	case *net.UnixConn:
+		if a := c.LocalAddr(); a == nil || a.Network() != "unix" {
+			return 0, nil, false // a datagram or seqpacket socket: os refuses it too
+		}
+	default:
+		return 0, nil, false
+	}
+	if f.fd.Pollable() {
+		return 0, nil, false // a pipe or a socket: no sendfile source
+	}
+	if st, serr := f.Stat(); serr != nil || !st.Mode().IsRegular() {
+		return 0, nil, false
+	}
+	rc, serr := w.(syscall.Conn).SyscallConn()
+	if serr != nil {
+		return 0, nil, false
+	}
+	handled = true
+	var werr error
+	rerr := f.fd.RawRead(func(src uintptr) bool {
+		werr = rc.Write(func(dst uintptr) bool {
+			for {
+				m, serr := unix.Sendfile(int(dst), int(src), nil, 1<<30)
+				if m > 0 {
+					n += int64(m)
+				}
+				switch {
+				case serr == unix.EINTR:
+				case serr == unix.EAGAIN:
+					return false // wait for room
+				case serr != nil:
+					err = os.NewSyscallError("sendfile", serr)
+					handled = n > 0 || !(serr == unix.ENOSYS || serr == unix.EOPNOTSUPP || serr == unix.EINVAL)
+					return true
+				case m == 0:
+					return true // f's end
+				}
+			}
+		})
+		return true
+	})
+	if !handled {
+		return 0, nil, false
+	}
+	switch {
+	case err != nil:
+	case rerr != nil: // f closed
+		err = rerr
+	default:
+		err = unwrapRawError(werr)
+	}
+	return n, f.wrapErr("read", err), true
+}
+
+// unwrapRawError is the error under a net conn's RawConn's: net wraps
+// it in a "raw-write" *net.OpError that os's own sendfile, which reaches
+// the conn's descriptor, does not show.
+func unwrapRawError(err error) error {
+	if oe, ok := err.(*net.OpError); ok && oe.Op == "raw-write" {
+		return oe.Err
+	}
+	return err
 }

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -524,5 +525,80 @@ func TestFileCopyParitySockets(t *testing.T) {
 				c.Close()
 			}
 		})
+	}
+}
+
+// TestFileSendToNetConnsAsOS: a *gatenet.File copied into one of net's
+// own stream conns is sent with sendfile(2), as os's File.WriteTo sends
+// an *os.File, so bytes arrive whole and a failure is the file's "read"
+// *fs.PathError around sendfile's error, or around the conn's deadline,
+// as os's. Before, net's ReadFrom sent it to TCP ("readfrom" OpError) and
+// a Unix conn got it through a buffer (the conn's "write" error).
+func TestFileSendToNetConnsAsOS(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	path := zcStreamFile(t, 31)
+	want, err := os.ReadFile(path)
+	require.NoError(t, err)
+	opens := map[string]func() (io.ReadCloser, error){
+		"os":      func() (io.ReadCloser, error) { return os.Open(path) },
+		"gatenet": func() (io.ReadCloser, error) { return gatenet.OpenFile(path, os.O_RDONLY, 0) },
+	}
+	for _, network := range []string{"tcp", "unix"} {
+		address := "127.0.0.1:0"
+		if network == "unix" {
+			address = filepath.Join(t.TempDir(), "s")
+		}
+		failures := map[string]func(t *testing.T, c, srv net.Conn){
+			"PeerGone": func(t *testing.T, c, srv net.Conn) { require.NoError(t, srv.Close()) },
+			"WriteDeadline": func(t *testing.T, c, srv net.Conn) {
+				zcSmallBuffers(t, c, srv)
+				require.NoError(t, c.SetWriteDeadline(time.Now().Add(100*time.Millisecond)))
+			},
+		}
+		t.Run(network+"/Bytes", func(t *testing.T) {
+			for name, open := range opens {
+				c, srv := testutil.NetPair(t, network, address)
+				f, err := open()
+				require.NoError(t, err)
+				got := make(chan []byte, 1)
+				go func() { b, _ := io.ReadAll(srv); got <- b }()
+				n, err := io.Copy(c, f)
+				require.NoError(t, err, name)
+				require.EqualValues(t, len(want), n, name)
+				c.Close()
+				require.True(t, bytes.Equal(want, <-got), name)
+				f.Close()
+				if network == "unix" {
+					address = filepath.Join(t.TempDir(), "s")
+				}
+			}
+		})
+		for fname, fail := range failures {
+			t.Run(network+"/"+fname, func(t *testing.T) {
+				shapes := map[string]string{}
+				for name, open := range opens {
+					if network == "unix" {
+						address = filepath.Join(t.TempDir(), "s")
+					}
+					c, srv := testutil.NetPair(t, network, address)
+					fail(t, c, srv)
+					f, err := open()
+					require.NoError(t, err)
+					_, err = io.Copy(c, f)
+					require.Error(t, err, name)
+					shape := errShape(err)
+					if i := strings.LastIndex(shape, "syscall.Errno"); i >= 0 {
+						shape = shape[:i] + "syscall.Errno" // EPIPE or ECONNRESET, as the peer's RST races
+					}
+					shapes[name] = shape
+					f.Close()
+					c.Close()
+					srv.Close()
+				}
+				require.Equal(t, shapes["os"], shapes["gatenet"])
+				require.Contains(t, shapes["os"], "PathError{read "+path+"}")
+			})
+		}
 	}
 }
