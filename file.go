@@ -396,15 +396,18 @@ func (c rawConn) Write(f func(uintptr) bool) error { return c.fd.RawWrite(f) }
 
 // ReadFrom copies from r into the File until EOF, as io.ReaderFrom.
 // When both the File and r are pipes or gatenet stream sockets, or r is
-// a gatenet stream socket and the File a regular file not opened for
-// appending (as os's spliceToFile), the bytes move with splice(2) and
-// never enter user space, and a byte leaves r only into the File. The
-// errors are os's: between two Files (which os copies through a buffer)
+// a stream socket (gatenet's or net's) and the File a pipe or a regular
+// file not opened for appending (as os's spliceToFile), the bytes move
+// with splice(2) and never enter user space, and into a pipe a byte
+// leaves r only into the File. The errors are os's: between two Files (which os copies through a buffer)
 // the failing end's own Read or Write error, from a socket a "write"
 // *fs.PathError around splice's error, the socket's own included.
 func (f *File) ReadFrom(r io.Reader) (int64, error) {
 	if err := f.checkValid("write"); err != nil {
 		return 0, err
+	}
+	if n, err, handled := f.spliceFromStdConn(r); handled {
+		return n, err
 	}
 	dst := spliceEnd(f)
 	if dst == nil && !f.appendMode && connSource(r) {
@@ -436,7 +439,7 @@ func connSource(r io.Reader) bool {
 // WriteTo copies the File to w until EOF, as io.WriterTo; with splice(2)
 // when both are pipes or gatenet stream sockets, and with sendfile(2)
 // from a regular file or character device to a gatenet stream socket,
-// as os. The errors are the standard library's for the pair: where it
+// or from a regular file to one of net's, as os. The errors are the standard library's for the pair: where it
 // copies through a buffer the failing end's Read or Write error; for a
 // TCP conn, inside its ReadFrom's "readfrom" error, since os hands the
 // copy to the conn's ReadFrom (where gatenet's splices); for sendfile a

@@ -105,23 +105,11 @@ func fileWriteToError(r io.Reader, err error) (_ error, ok bool) {
 // such a conn, f is not a regular file, or the kernel refused the pair
 // before a byte moved.
 func (f *File) sendToStdConn(w io.Writer) (n int64, err error, handled bool) {
-	switch c := w.(type) {
-	case *net.TCPConn:
-	case *net.UnixConn:
-		if a := c.LocalAddr(); a == nil || a.Network() != "unix" {
-			return 0, nil, false // a datagram or seqpacket socket: os refuses it too
-		}
-	default:
-		return 0, nil, false
-	}
-	if f.fd.Pollable() {
-		return 0, nil, false // a pipe or a socket: no sendfile source
+	rc := stdStreamConn(w)
+	if rc == nil || f.fd.Pollable() {
+		return 0, nil, false // a pipe or a socket is no sendfile source
 	}
 	if st, serr := f.Stat(); serr != nil || !st.Mode().IsRegular() {
-		return 0, nil, false
-	}
-	rc, serr := w.(syscall.Conn).SyscallConn()
-	if serr != nil {
 		return 0, nil, false
 	}
 	handled = true
@@ -161,11 +149,39 @@ func (f *File) sendToStdConn(w io.Writer) (n int64, err error, handled bool) {
 	return n, f.wrapErr("read", err), true
 }
 
+// stdStreamConn returns x's RawConn if x is one of net's own TCP or Unix
+// stream conns, or a wrapper of one (net's TCPConn.WriteTo hands io.Copy
+// its conn with WriteTo hidden), found as os finds them: a RawConn with
+// net's PollFD and Network methods, on "tcp" or "unix"; otherwise nil.
+func stdStreamConn(x any) syscall.RawConn {
+	sc, ok := x.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil || rc == nil {
+		return nil
+	}
+	v := reflect.ValueOf(rc)
+	network := v.MethodByName("Network")
+	if !v.MethodByName("PollFD").IsValid() || !network.IsValid() {
+		return nil
+	}
+	if t := network.Type(); t.NumIn() != 0 || t.NumOut() != 1 || t.Out(0).Kind() != reflect.String {
+		return nil
+	}
+	switch network.Call(nil)[0].String() {
+	case "tcp", "tcp4", "tcp6", "unix":
+		return rc
+	}
+	return nil
+}
+
 // unwrapRawError is the error under a net conn's RawConn's: net wraps
-// it in a "raw-write" *net.OpError that os's own sendfile, which reaches
-// the conn's descriptor, does not show.
+// it in a "raw-read" or "raw-write" *net.OpError that os's own sendfile
+// and splice, which reach the conn's descriptor, do not show.
 func unwrapRawError(err error) error {
-	if oe, ok := err.(*net.OpError); ok && oe.Op == "raw-write" {
+	if oe, ok := err.(*net.OpError); ok && (oe.Op == "raw-read" || oe.Op == "raw-write") {
 		return oe.Err
 	}
 	return err

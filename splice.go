@@ -180,3 +180,73 @@ func spliceToOSPipe(rc syscall.RawConn, src *poll.FD) (n int64, err error, handl
 	})
 	return n, err, handled, cerr
 }
+
+// spliceFromStdConn splices r, one of net's own stream conns (or an
+// *io.LimitedReader of one, whose N it updates), into f, a pipe or a
+// regular file not opened for appending, until r's end: os's spliceToFile,
+// which reaches net's conns' descriptors (gatenet's conns splice in
+// ReadFrom's own path). It waits for data in r's poller (its
+// RawConn.Read) and for room in f's gate. An error is f's "write"
+// *fs.PathError around splice's, or around r's own closed or deadline
+// error, as os's. handled false: r or f is not such a descriptor, or the
+// kernel refused the pair before a byte moved.
+func (f *File) spliceFromStdConn(r io.Reader) (n int64, err error, handled bool) {
+	var remain int64 // 0: to the end
+	lr, limited := r.(*io.LimitedReader)
+	if limited {
+		if remain, r = lr.N, lr.R; remain <= 0 {
+			return 0, nil, false
+		}
+	}
+	rc := stdStreamConn(r)
+	if rc == nil || f.appendMode {
+		return 0, nil, false
+	}
+	st, serr := f.Stat()
+	if serr != nil {
+		return 0, nil, false
+	}
+	pipe := st.Mode()&fs.ModeNamedPipe != 0
+	if !pipe && !st.Mode().IsRegular() {
+		return 0, nil, false
+	}
+	handled = true
+	rerr := rc.Read(func(src uintptr) bool {
+		for remain == 0 || n < remain {
+			max := int64(maxSpliceChunk)
+			if remain > 0 {
+				max = min(max, remain-n)
+			}
+			m, serr, empty, ok := poll.SpliceFromFD(f.fd, int(src), int(max), pipe)
+			if !ok {
+				handled = n > 0
+				return true
+			}
+			n += int64(m)
+			switch {
+			case empty:
+				return false // wait for data, then go on
+			case serr != nil:
+				err = serr
+				return true
+			case m == 0:
+				return true // r's end
+			}
+		}
+		return true
+	})
+	if limited {
+		lr.N = remain - n
+	}
+	if !handled {
+		return 0, nil, false
+	}
+	if err == nil {
+		err = unwrapRawError(rerr)
+	}
+	return n, f.wrapErr("write", wrapSyscallError("splice", err)), true
+}
+
+// maxSpliceChunk is how much one splice from a conn of net's moves at
+// most, as internal/poll's (and os's) chunk.
+const maxSpliceChunk = 1 << 20

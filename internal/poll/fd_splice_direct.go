@@ -212,3 +212,105 @@ func spliceToPipe(pipefd int, src *FD, pollable bool) (n int, err error, full bo
 		// Both ready by now: splice again.
 	}
 }
+
+// SpliceFromFD makes one splice(2) of up to max bytes from srcfd, a
+// stream socket the caller holds (one of net's own conns, inside its
+// RawConn.Read), into dst: straight into a pipe (pipe true), whose room
+// it waits for under dst's write lock, losing nothing on an error; into
+// a regular file through a pooled pipe, as os's spliceToFile. It returns
+// empty when srcfd has nothing, for the caller to wait on it its own way;
+// n == 0 with neither err nor empty is srcfd's end of stream. handled is
+// false, and nothing moved, when dst refuses (copyRefused) or the kernel
+// refused the pair.
+//
+//lint:ignore ST1008 Splice's order: (n, err), then what the caller does next
+func SpliceFromFD(dst *FD, srcfd, max int, pipe bool) (n int, err error, empty, handled bool) {
+	if dst.copyRefused() {
+		return 0, nil, false, false
+	}
+	if pipe {
+		n, err, empty = spliceIntoPipe(dst, srcfd, max)
+	} else {
+		n, err, empty = spliceIntoFile(dst, srcfd, max)
+	}
+	if n == 0 && notSpliceable(err) {
+		return 0, nil, false, false
+	}
+	return n, err, empty, true
+}
+
+// spliceIntoPipe is SpliceFromFD into a pipe.
+func spliceIntoPipe(dst *FD, srcfd, max int) (n int, err error, empty bool) {
+	if err := dst.writeLock(); err != nil {
+		return 0, err, false
+	}
+	defer dst.writeUnlock()
+	if err := dst.Prepare(pollfd.ModeWrite); err != nil {
+		return 0, err, false
+	}
+	for {
+		spliceCalls.Add(1)
+		m, err := unix.Splice(srcfd, nil, dst.Sysfd, nil, max, unix.SPLICE_F_NONBLOCK)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == nil:
+			dst.wakePeer(pollfd.ModeWrite)
+			return int(m), nil, false
+		case err != unix.EAGAIN:
+			return 0, err, false
+		}
+		readable, perr := pollNow(srcfd, unix.POLLIN|unix.POLLRDHUP)
+		if perr != nil {
+			return 0, perr, false
+		}
+		if !readable {
+			return 0, nil, true
+		}
+		writable, perr := pollNow(dst.Sysfd, unix.POLLOUT)
+		if perr != nil {
+			return 0, perr, false
+		}
+		if !writable {
+			if !dst.Pollable() {
+				return 0, err, false
+			}
+			if err := dst.Wait(pollfd.ModeWrite); err != nil {
+				return 0, err, false
+			}
+		}
+		// Both ready by now: splice again.
+	}
+}
+
+// spliceIntoFile is SpliceFromFD into a regular file, through a pooled
+// pipe that a file empties at once (it takes every byte, or fails).
+func spliceIntoFile(dst *FD, srcfd, max int) (n int, err error, empty bool) {
+	pv := splicePipes.Get()
+	if pv == nil {
+		return 0, unix.EINVAL, false // no pipe to splice through: copy through a buffer
+	}
+	p := pv.(*splicePipe)
+	var inPipe int64
+	for {
+		spliceCalls.Add(1)
+		inPipe, err = unix.Splice(srcfd, nil, p.w, nil, max, unix.SPLICE_F_NONBLOCK)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil || inPipe == 0 {
+		splicePipes.Put(p)
+		if err == unix.EAGAIN {
+			return 0, nil, true
+		}
+		return 0, err, false
+	}
+	n, err = dst.splicePump(p.r, int(inPipe))
+	if n < int(inPipe) {
+		p.close() // bytes stranded in the pipe: it cannot be reused
+		return n, err, false
+	}
+	splicePipes.Put(p)
+	return n, nil, false
+}
