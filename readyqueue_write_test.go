@@ -439,7 +439,7 @@ func TestReadyQueueWriteDeadlineBoundsOutput(t *testing.T) {
 }
 
 // TestReadyQueueMixedWritesNotStranded: a write through the member's own
-// writers (Write, writev, sendfile, splice, its RawConn), parked for room
+// writers (Write, writev, sendfile, splice, WaitWrite, its RawConn), parked for room
 // while q's output waits, does not take the room q waits for: when the
 // peer reads, both are sent, and nothing waits for good. (Their bytes may
 // interleave: Write's doc says to write through q only.)
@@ -478,6 +478,13 @@ func TestReadyQueueMixedWritesNotStranded(t *testing.T) {
 				w.Close()
 			}()
 			_, err = s.ReadFrom(r)
+			return err
+		},
+		"WaitWrite": func(_ *testing.T, s *gatenet.TCPConn, n int) error {
+			if err := s.WaitWrite(context.Background()); err != nil { // parks for room
+				return err
+			}
+			_, err := s.Write(make([]byte, n))
 			return err
 		},
 		"RawConn": func(_ *testing.T, s *gatenet.TCPConn, n int) error {

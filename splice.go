@@ -3,6 +3,7 @@
 package gatenet
 
 import (
+	"context"
 	"io"
 	"io/fs"
 	"os"
@@ -124,13 +125,7 @@ func spliceToOSFile(f *os.File, src *poll.FD) (n int64, err error, handled bool)
 	var cerr error
 	switch {
 	case st.Mode().IsRegular():
-		cerr = rc.Write(func(fd uintptr) bool {
-			if fl, ferr := unix.FcntlInt(fd, unix.F_GETFL, 0); ferr != nil || fl&unix.O_APPEND != 0 {
-				return true
-			}
-			n, err, handled, _ = poll.SpliceToFile(int(fd), src)
-			return true
-		})
+		n, err, handled, cerr = spliceToOSRegular(rc, src)
 	case st.Mode()&fs.ModeNamedPipe != 0: // a pipe or a FIFO
 		n, err, handled, cerr = spliceToOSPipe(rc, src)
 	}
@@ -149,36 +144,95 @@ func spliceToOSFile(f *os.File, src *poll.FD) (n int64, err error, handled bool)
 	return n, &fs.PathError{Op: "write", Path: f.Name(), Err: wrapSyscallError("splice", err)}, true
 }
 
-// spliceToOSPipe splices src into the pipe behind rc, an *os.File's,
-// chunk by chunk until src's end, waiting for room in the runtime's
-// poller (rc.Write) as os's own splice does; cerr is that wait's error.
-func spliceToOSPipe(rc syscall.RawConn, src *poll.FD) (n int64, err error, handled bool, cerr error) {
-	handled = true
-	cerr = rc.Write(func(fd uintptr) bool {
+// spliceToOSRegular splices src into the regular file behind rc, an
+// *os.File's not opened for appending (splice(2) refuses those), through
+// a pooled pipe (poll.SpliceToFile), taking the file's lock (rc.Write)
+// for each pump only, as os's splice does; cerr is rc.Write's error.
+func spliceToOSRegular(rc syscall.RawConn, src *poll.FD) (n int64, err error, handled bool, cerr error) {
+	appending := true
+	if rc.Control(func(fd uintptr) {
 		fl, ferr := unix.FcntlInt(fd, unix.F_GETFL, 0)
-		if ferr != nil {
-			handled = n > 0
+		appending = ferr != nil || fl&unix.O_APPEND != 0
+	}) != nil || appending {
+		return 0, nil, false, nil
+	}
+	n, err, handled, _ = poll.SpliceToFile(src, func(piper, inPipe int) (int, error) {
+		var m int
+		var perr error
+		if werr := rc.Write(func(fd uintptr) bool {
+			m, perr = poll.PumpToFile(piper, int(fd), inPipe)
 			return true
+		}); werr != nil {
+			cerr = werr
+			return 0, werr
 		}
-		for {
-			m, serr, full, ok := poll.SpliceToPipe(int(fd), src, fl&unix.O_NONBLOCK != 0)
-			if !ok {
+		return m, perr
+	})
+	if cerr != nil {
+		err = nil // rc.Write's: spliceToOSFile shapes it
+	}
+	return n, err, handled, cerr
+}
+
+// spliceToOSPipe splices src into the pipe behind rc, an *os.File's,
+// step by step until src's end (poll.SpliceToPipe). A step runs inside
+// rc.Write, under the file's lock, and waits there only for room, in the
+// runtime's poller as os's own splice does (or, for a pipe in blocking
+// mode, which the runtime cannot poll, in poll(2), as a write to it
+// would); for data it leaves the callback and the file's lock and waits
+// on src's gate, so that a copy from an idle conn holds up neither the
+// file's other writers nor its Close. cerr is rc.Write's error.
+func spliceToOSPipe(rc syscall.RawConn, src *poll.FD) (n int64, err error, handled bool, cerr error) {
+	if src.CopyRefused() {
+		return 0, nil, false, nil
+	}
+	handled = true
+	for {
+		step := poll.StepMoved
+		cerr = rc.Write(func(fd uintptr) bool {
+			fl, ferr := unix.FcntlInt(fd, unix.F_GETFL, 0)
+			if ferr != nil {
 				handled = n > 0
 				return true
 			}
-			n += int64(m)
-			switch {
-			case full:
-				return false // wait for room, then go on
-			case serr != nil:
-				err = serr
-				return true
-			case m == 0:
-				return true // src's end
+			for {
+				var m int
+				m, err, step = poll.SpliceToPipe(int(fd), src)
+				n += int64(m)
+				switch {
+				case err != nil:
+					if n == 0 && (err == unix.EINVAL || err == unix.ENOSYS || err == unix.EOPNOTSUPP) {
+						handled, err = false, nil // the kernel refused the pair
+					}
+					return true
+				case step == poll.StepMoved && m == 0:
+					return true // src's end
+				case step == poll.StepMoved:
+				case step == poll.StepDstFull && fl&unix.O_NONBLOCK != 0:
+					return false // wait for room, then step again
+				case step == poll.StepDstFull:
+					if err = poll.AwaitWritable(int(fd)); err != nil {
+						return true
+					}
+				default:
+					return true // wait for src, outside the file's lock
+				}
 			}
+		})
+		switch {
+		case cerr != nil || err != nil || !handled:
+			return n, err, handled, cerr
+		case step == poll.StepSrcEmpty:
+			err = src.WaitReadable(context.Background())
+		case step == poll.StepSrcStuck:
+			err = src.AwaitReadEdge()
+		default:
+			return n, nil, true, nil
 		}
-	})
-	return n, err, handled, cerr
+		if err != nil {
+			return n, err, true, nil
+		}
+	}
 }
 
 // spliceFromStdConn splices r, one of net's own stream conns (or an
@@ -199,7 +253,7 @@ func (f *File) spliceFromStdConn(r io.Reader) (n int64, err error, handled bool)
 		}
 	}
 	rc := stdStreamConn(r)
-	if rc == nil || f.appendMode {
+	if rc == nil || f.appendMode || f.fd.CopyRefused() {
 		return 0, nil, false
 	}
 	st, serr := f.Stat()

@@ -86,36 +86,41 @@ func SpliceEnds(dst, src *FD, remain int64) (written int64, err error, handled, 
 	return spliceThroughPipe(src, remain, dst.splicePump)
 }
 
-// SpliceToFile moves bytes from src, a stream socket, into dstfd, a
-// regular file's descriptor the caller holds (an *os.File's, inside its
-// RawConn), until src's end of stream or error: os's spliceToFile, for
-// net's TCPConn.WriteTo into an *os.File. A file takes every byte at once
-// (no EAGAIN), so the pump never waits. Its results are SpliceEnds'.
+// SpliceToFile moves bytes from src, a stream socket, into a regular
+// file the caller reaches through pump (an *os.File's, taking its lock
+// for each pump, as PumpToFile's caller), until src's end of stream or
+// error: os's spliceToFile, for net's TCPConn.WriteTo into an *os.File.
+// It waits for src's data holding no lock of the file's. Its results are
+// SpliceEnds'.
 //
 //lint:ignore ST1008 Splice's order, internal/poll's: (written, err, handled), then whose err
-func SpliceToFile(dstfd int, src *FD) (written int64, err error, handled, srcErr bool) {
+func SpliceToFile(src *FD, pump func(piper, inPipe int) (int, error)) (written int64, err error, handled, srcErr bool) {
 	if src.copyRefused() {
 		return 0, nil, false, false
 	}
-	return spliceThroughPipe(src, 0, func(piper, inPipe int) (int, error) {
-		written := 0
-		for inPipe > 0 {
-			spliceCalls.Add(1)
-			n, err := unix.Splice(piper, nil, dstfd, nil, inPipe, unix.SPLICE_F_NONBLOCK)
-			if err == unix.EINTR {
-				continue
-			}
-			if n <= 0 {
-				if err == nil {
-					err = io.ErrUnexpectedEOF // the pipe held inPipe bytes
-				}
-				return written, err
-			}
-			inPipe -= int(n)
-			written += int(n)
+	return spliceThroughPipe(src, 0, pump)
+}
+
+// PumpToFile moves inPipe bytes from the pipe piper into dstfd, a regular
+// file, which takes every byte at once (no EAGAIN): the pump never waits.
+func PumpToFile(piper, dstfd, inPipe int) (int, error) {
+	written := 0
+	for inPipe > 0 {
+		spliceCalls.Add(1)
+		n, err := unix.Splice(piper, nil, dstfd, nil, inPipe, unix.SPLICE_F_NONBLOCK)
+		if err == unix.EINTR {
+			continue
 		}
-		return written, nil
-	})
+		if n <= 0 {
+			if err == nil {
+				err = io.ErrUnexpectedEOF // the pipe held inPipe bytes
+			}
+			return written, err
+		}
+		inPipe -= int(n)
+		written += int(n)
+	}
+	return written, nil
 }
 
 // spliceThroughPipe is SpliceEnds between two descriptors neither of

@@ -75,7 +75,7 @@ func spliceStep(dst, src *FD, max int) (n int, again bool, err error, srcErr boo
 	if err := src.Prepare(pollfd.ModeRead); err != nil {
 		return 0, false, err, true
 	}
-	for {
+	for tries := 0; ; tries++ {
 		spliceCalls.Add(1)
 		m, err := unix.Splice(src.Sysfd, nil, dst.Sysfd, nil, max, unix.SPLICE_F_NONBLOCK)
 		switch {
@@ -88,11 +88,11 @@ func spliceStep(dst, src *FD, max int) (n int, again bool, err error, srcErr boo
 		case err != unix.EAGAIN:
 			return 0, false, err, src.owns(err, dst)
 		}
-		readable, perr := pollNow(src.Sysfd, unix.POLLIN|unix.POLLRDHUP)
-		if perr != nil {
-			return 0, false, perr, true
-		}
-		if !readable {
+		step, perr := whyAgain(src.Sysfd, dst.Sysfd, tries)
+		switch {
+		case perr != nil:
+			return 0, false, perr, step == StepSrcEmpty
+		case step == StepSrcEmpty, step == StepSrcStuck: // wait for src's next edge
 			dst.writeUnlock()
 			dstLocked = false
 			if !src.Pollable() {
@@ -102,12 +102,7 @@ func spliceStep(dst, src *FD, max int) (n int, again bool, err error, srcErr boo
 				return 0, false, err, true
 			}
 			return 0, true, nil, false
-		}
-		writable, perr := pollNow(dst.Sysfd, unix.POLLOUT)
-		if perr != nil {
-			return 0, false, perr, false
-		}
-		if !writable {
+		case step == StepDstFull: // dst has no room
 			src.readUnlock()
 			srcLocked = false
 			if !dst.Pollable() {
@@ -136,181 +131,4 @@ func (fd *FD) owns(err error, dst *FD) bool {
 		return ferr == nil && mode&unix.O_ACCMODE == unix.O_WRONLY
 	}
 	return dst.isPipe() && !fd.isPipe()
-}
-
-// SpliceToPipe makes one splice(2) of up to maxSpliceChunk bytes from src, a stream
-// socket, straight into pipefd, a pipe's write end the caller holds (an
-// *os.File's, inside its RawConn.Write): os's spliceToFile, for net's
-// TCPConn.WriteTo into a pipe. It waits, under src's read lock, while src
-// has nothing; it returns full when the pipe has no room, for the caller
-// to wait on the pipe its own way (pollable false: the pipe is in
-// blocking mode, and the splice waits for room in the kernel, as a write
-// to it would). n == 0 with neither err nor full is src's end of stream.
-// A byte leaves src only into the pipe, so an error loses nothing.
-// handled is false, and nothing moved, when src refuses (copyRefused) or
-// the kernel refused the pair.
-//
-//lint:ignore ST1008 Splice's order: (n, err), then what the caller does next
-func SpliceToPipe(pipefd int, src *FD, pollable bool) (n int, err error, full, handled bool) {
-	if src.copyRefused() {
-		return 0, nil, false, false
-	}
-	n, err, full = spliceToPipe(pipefd, src, pollable)
-	if n == 0 && notSpliceable(err) {
-		return 0, nil, false, false
-	}
-	return n, err, full, true
-}
-
-func spliceToPipe(pipefd int, src *FD, pollable bool) (n int, err error, full bool) {
-	if err := src.readLock(); err != nil {
-		return 0, err, false
-	}
-	defer src.readUnlock()
-	if err := src.Prepare(pollfd.ModeRead); err != nil {
-		return 0, err, false
-	}
-	flags := 0
-	if pollable {
-		flags = unix.SPLICE_F_NONBLOCK
-	}
-	for {
-		spliceCalls.Add(1)
-		m, err := unix.Splice(src.Sysfd, nil, pipefd, nil, maxSpliceChunk, flags)
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err == nil:
-			src.wakePeer(pollfd.ModeRead)
-			return int(m), nil, false
-		case err != unix.EAGAIN:
-			return 0, err, false
-		}
-		readable, perr := pollNow(src.Sysfd, unix.POLLIN|unix.POLLRDHUP)
-		if perr != nil {
-			return 0, perr, false
-		}
-		if !readable {
-			if !src.Pollable() {
-				return 0, err, false
-			}
-			if err := src.Wait(pollfd.ModeRead); err != nil {
-				return 0, err, false
-			}
-			continue
-		}
-		if !pollable {
-			continue // the splice waits for room itself
-		}
-		writable, perr := pollNow(pipefd, unix.POLLOUT)
-		if perr != nil {
-			return 0, perr, false
-		}
-		if !writable {
-			return 0, nil, true
-		}
-		// Both ready by now: splice again.
-	}
-}
-
-// SpliceFromFD makes one splice(2) of up to max bytes from srcfd, a
-// stream socket the caller holds (one of net's own conns, inside its
-// RawConn.Read), into dst: straight into a pipe (pipe true), whose room
-// it waits for under dst's write lock, losing nothing on an error; into
-// a regular file through a pooled pipe, as os's spliceToFile. It returns
-// empty when srcfd has nothing, for the caller to wait on it its own way;
-// n == 0 with neither err nor empty is srcfd's end of stream. handled is
-// false, and nothing moved, when dst refuses (copyRefused) or the kernel
-// refused the pair.
-//
-//lint:ignore ST1008 Splice's order: (n, err), then what the caller does next
-func SpliceFromFD(dst *FD, srcfd, max int, pipe bool) (n int, err error, empty, handled bool) {
-	if dst.copyRefused() {
-		return 0, nil, false, false
-	}
-	if pipe {
-		n, err, empty = spliceIntoPipe(dst, srcfd, max)
-	} else {
-		n, err, empty = spliceIntoFile(dst, srcfd, max)
-	}
-	if n == 0 && notSpliceable(err) {
-		return 0, nil, false, false
-	}
-	return n, err, empty, true
-}
-
-// spliceIntoPipe is SpliceFromFD into a pipe.
-func spliceIntoPipe(dst *FD, srcfd, max int) (n int, err error, empty bool) {
-	if err := dst.writeLock(); err != nil {
-		return 0, err, false
-	}
-	defer dst.writeUnlock()
-	if err := dst.Prepare(pollfd.ModeWrite); err != nil {
-		return 0, err, false
-	}
-	for {
-		spliceCalls.Add(1)
-		m, err := unix.Splice(srcfd, nil, dst.Sysfd, nil, max, unix.SPLICE_F_NONBLOCK)
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err == nil:
-			dst.wakePeer(pollfd.ModeWrite)
-			return int(m), nil, false
-		case err != unix.EAGAIN:
-			return 0, err, false
-		}
-		readable, perr := pollNow(srcfd, unix.POLLIN|unix.POLLRDHUP)
-		if perr != nil {
-			return 0, perr, false
-		}
-		if !readable {
-			return 0, nil, true
-		}
-		writable, perr := pollNow(dst.Sysfd, unix.POLLOUT)
-		if perr != nil {
-			return 0, perr, false
-		}
-		if !writable {
-			if !dst.Pollable() {
-				return 0, err, false
-			}
-			if err := dst.Wait(pollfd.ModeWrite); err != nil {
-				return 0, err, false
-			}
-		}
-		// Both ready by now: splice again.
-	}
-}
-
-// spliceIntoFile is SpliceFromFD into a regular file, through a pooled
-// pipe that a file empties at once (it takes every byte, or fails).
-func spliceIntoFile(dst *FD, srcfd, max int) (n int, err error, empty bool) {
-	pv := splicePipes.Get()
-	if pv == nil {
-		return 0, unix.EINVAL, false // no pipe to splice through: copy through a buffer
-	}
-	p := pv.(*splicePipe)
-	var inPipe int64
-	for {
-		spliceCalls.Add(1)
-		inPipe, err = unix.Splice(srcfd, nil, p.w, nil, max, unix.SPLICE_F_NONBLOCK)
-		if err != unix.EINTR {
-			break
-		}
-	}
-	if err != nil || inPipe == 0 {
-		splicePipes.Put(p)
-		if err == unix.EAGAIN {
-			return 0, nil, true
-		}
-		return 0, err, false
-	}
-	n, err = dst.splicePump(p.r, int(inPipe))
-	if n < int(inPipe) {
-		p.close() // bytes stranded in the pipe: it cannot be reused
-		return n, err, false
-	}
-	splicePipes.Put(p)
-	return n, nil, false
 }

@@ -73,7 +73,11 @@ func (fd *FD) waitReady(ctx context.Context, mode pollfd.Mode) error {
 		}
 		// Any readiness from here on is a new edge, which wakes the
 		// gate. (Wait, not WaitContext, when ctx can never end: one frame
-		// less under the park.)
+		// less under the park.) A write edge it takes, a ReadyList may
+		// wait for (writeUnlock passes it on).
+		if mode == pollfd.ModeWrite && fd.flags.Load()&flagWatched != 0 {
+			fd.flags.Or(flagWriteWaited)
+		}
 		if ctx.Done() == nil {
 			err = fd.pd.Wait(mode)
 		} else {
