@@ -265,30 +265,41 @@ func (f *File) spliceFromStdConn(r io.Reader) (n int64, err error, handled bool)
 		return 0, nil, false
 	}
 	handled = true
-	rerr := rc.Read(func(src uintptr) bool {
-		for remain == 0 || n < remain {
-			max := int64(maxSpliceChunk)
-			if remain > 0 {
-				max = min(max, remain-n)
+	var rerr error
+	for {
+		step := poll.StepMoved
+		rerr = rc.Read(func(src uintptr) bool {
+			for remain == 0 || n < remain {
+				max := int64(maxSpliceChunk)
+				if remain > 0 {
+					max = min(max, remain-n)
+				}
+				var m int
+				var ok bool
+				m, err, step, ok = poll.SpliceFromFD(f.fd, int(src), int(max), pipe)
+				if !ok {
+					handled = n > 0
+					return true
+				}
+				n += int64(m)
+				switch {
+				case err != nil, step == poll.StepDstFull:
+					return true // (room: waited for outside r's RawConn)
+				case step != poll.StepMoved:
+					return false // wait for data, then go on
+				case m == 0:
+					return true // r's end
+				}
 			}
-			m, serr, empty, ok := poll.SpliceFromFD(f.fd, int(src), int(max), pipe)
-			if !ok {
-				handled = n > 0
-				return true
-			}
-			n += int64(m)
-			switch {
-			case empty:
-				return false // wait for data, then go on
-			case serr != nil:
-				err = serr
-				return true
-			case m == 0:
-				return true // r's end
-			}
+			return true
+		})
+		if rerr != nil || err != nil || !handled || step != poll.StepDstFull {
+			break
 		}
-		return true
-	})
+		if err = f.fd.WaitWritable(context.Background()); err != nil {
+			break
+		}
+	}
 	if limited {
 		lr.N = remain - n
 	}

@@ -186,3 +186,26 @@ func TestSpliceGoesOnWhenFaultsAttached(t *testing.T) {
 	require.NoError(t, <-copied)
 	require.Empty(t, rest)
 }
+
+// TestSpliceFromNetConnFullPipeSourceCloses: a copy from net's conn into
+// a gatenet pipe nobody reads waits for room outside the conn's RawConn,
+// so the conn's Close returns (net's Close waits for the conn's users).
+func TestSpliceFromNetConnFullPipeSourceCloses(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	r, w, err := gatenet.Pipe()
+	require.NoError(t, err)
+	defer w.Close()
+	c, srv := testutil.NetPair(t, "tcp", "127.0.0.1:0")
+	defer c.Close()
+	go c.Write(make([]byte, 4<<20))
+	copied := make(chan error, 1)
+	go func() { _, err := io.Copy(w, srv); copied <- err }()
+	// Time for the copy to fill the pipe and wait for room (it passes
+	// either way; it hung here, in Close, when that wait was made inside
+	// srv's RawConn.Read).
+	time.Sleep(300 * time.Millisecond)
+	require.NoError(t, srv.Close())
+	require.NoError(t, r.Close()) // ends the wait for room
+	require.Error(t, <-copied)
+}

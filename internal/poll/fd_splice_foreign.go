@@ -124,35 +124,37 @@ func AwaitWritable(fd int) error {
 
 // SpliceFromFD makes one splice(2) of up to max bytes from srcfd, net's
 // stream socket the caller holds inside its RawConn.Read, into dst:
-// straight into a pipe (pipe true), whose room it waits for under dst's
-// write lock, losing nothing on an error; into a regular file through a
-// pooled pipe, as os's spliceToFile. It returns empty when srcfd has
-// nothing (or is stuck at an urgent mark), for the caller to wait on it
-// its own way; n == 0 with neither err nor empty is srcfd's end of
-// stream. handled is false, and nothing moved, when the kernel refused
-// the pair.
+// straight into a pipe (pipe true), losing nothing on an error; into a
+// regular file through a pooled pipe, as os's spliceToFile. It never
+// waits: step says what for, the source (StepSrcEmpty, StepSrcStuck: the
+// caller's RawConn waits for its next edge) or room in the pipe
+// (StepDstFull: the caller leaves the RawConn, so that the source's
+// Close is not held up, and waits with dst's WaitWritable). n == 0 at
+// StepMoved with no err is srcfd's end of stream. handled is false, and
+// nothing moved, when the kernel refused the pair.
 //
 //lint:ignore ST1008 Splice's order: (n, err), then what the caller does next
-func SpliceFromFD(dst *FD, srcfd, max int, pipe bool) (n int, err error, empty, handled bool) {
+func SpliceFromFD(dst *FD, srcfd, max int, pipe bool) (n int, err error, step PipeStep, handled bool) {
 	if pipe {
-		n, err, empty = spliceIntoPipe(dst, srcfd, max)
+		n, err, step = spliceIntoPipe(dst, srcfd, max)
 	} else {
-		n, err, empty = spliceIntoFile(dst, srcfd, max)
+		n, err, step = spliceIntoFile(dst, srcfd, max)
 	}
 	if n == 0 && notSpliceable(err) {
-		return 0, nil, false, false
+		return 0, nil, StepMoved, false
 	}
-	return n, err, empty, true
+	return n, err, step, true
 }
 
-// spliceIntoPipe is SpliceFromFD into one of our pipes.
-func spliceIntoPipe(dst *FD, srcfd, max int) (n int, err error, empty bool) {
+// spliceIntoPipe is SpliceFromFD into one of our pipes, under its write
+// lock.
+func spliceIntoPipe(dst *FD, srcfd, max int) (n int, err error, step PipeStep) {
 	if err := dst.writeLock(); err != nil {
-		return 0, err, false
+		return 0, err, StepMoved
 	}
 	defer dst.writeUnlock()
 	if err := dst.Prepare(pollfd.ModeWrite); err != nil {
-		return 0, err, false
+		return 0, err, StepMoved
 	}
 	for tries := 0; ; tries++ {
 		spliceCalls.Add(1)
@@ -162,34 +164,23 @@ func spliceIntoPipe(dst *FD, srcfd, max int) (n int, err error, empty bool) {
 			continue
 		case err == nil:
 			dst.wakePeer(pollfd.ModeWrite)
-			return int(m), nil, false
+			return int(m), nil, StepMoved
 		case err != unix.EAGAIN:
-			return 0, err, false
+			return 0, err, StepMoved
 		}
 		step, err := whyAgain(srcfd, dst.Sysfd, tries)
-		switch {
-		case err != nil:
-			return 0, err, false
-		case step == StepSrcEmpty, step == StepSrcStuck:
-			return 0, nil, true // the runtime's poller waits for its next edge
-		case step == StepDstFull:
-			if !dst.Pollable() {
-				return 0, unix.EAGAIN, false
-			}
-			if err := dst.Wait(pollfd.ModeWrite); err != nil {
-				return 0, err, false
-			}
-			tries = -1 // room came: a fresh start
+		if step != StepMoved || err != nil {
+			return 0, err, step
 		}
 	}
 }
 
 // spliceIntoFile is SpliceFromFD into a regular file, through a pooled
 // pipe that a file empties at once (it takes every byte, or fails).
-func spliceIntoFile(dst *FD, srcfd, max int) (n int, err error, empty bool) {
+func spliceIntoFile(dst *FD, srcfd, max int) (n int, err error, step PipeStep) {
 	pv := splicePipes.Get()
 	if pv == nil {
-		return 0, unix.EINVAL, false // no pipe to splice through: copy through a buffer
+		return 0, unix.EINVAL, StepMoved // no pipe to splice through: copy through a buffer
 	}
 	p := pv.(*splicePipe)
 	var inPipe int64
@@ -203,15 +194,15 @@ func spliceIntoFile(dst *FD, srcfd, max int) (n int, err error, empty bool) {
 	if err != nil || inPipe == 0 {
 		splicePipes.Put(p)
 		if err == unix.EAGAIN {
-			return 0, nil, true
+			return 0, nil, StepSrcEmpty
 		}
-		return 0, err, false
+		return 0, err, StepMoved
 	}
 	n, err = dst.splicePump(p.r, int(inPipe))
 	if n < int(inPipe) {
 		p.close() // bytes stranded in the pipe: it cannot be reused
-		return n, err, false
+		return n, err, StepMoved
 	}
 	splicePipes.Put(p)
-	return n, nil, false
+	return n, nil, StepMoved
 }
