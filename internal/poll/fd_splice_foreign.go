@@ -148,6 +148,8 @@ func SpliceFromFD(dst *FD, srcfd, max int, pipe bool) (n int, err error, step Pi
 
 // spliceIntoPipe is SpliceFromFD into one of our pipes, under its write
 // lock.
+//
+//lint:ignore ST1008 SpliceFromFD's order
 func spliceIntoPipe(dst *FD, srcfd, max int) (n int, err error, step PipeStep) {
 	if err := dst.writeLock(); err != nil {
 		return 0, err, StepMoved
@@ -177,6 +179,8 @@ func spliceIntoPipe(dst *FD, srcfd, max int) (n int, err error, step PipeStep) {
 
 // spliceIntoFile is SpliceFromFD into a regular file, through a pooled
 // pipe that a file empties at once (it takes every byte, or fails).
+//
+//lint:ignore ST1008 SpliceFromFD's order
 func spliceIntoFile(dst *FD, srcfd, max int) (n int, err error, step PipeStep) {
 	pv := splicePipes.Get()
 	if pv == nil {
