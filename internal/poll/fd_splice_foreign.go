@@ -16,10 +16,13 @@ import (
 // our end's lock while the foreign end's caller waits: so neither end's
 // Close or deadline is held up by the other's wait.
 //
-// Each step bounds its retries: poll(2) can call both ends ready while
-// splice finds EAGAIN, as at a TCP urgent mark, which splice never
-// passes (tcp_read_sock stops before it); a step that finds that twice
-// says to wait for the source's next edge rather than spin.
+// poll(2) can call both ends ready while splice finds EAGAIN: when the
+// destination filled and drained between the two (another writer shares
+// it), which a retry gets past, and at a TCP urgent mark, which splice
+// never passes (tcp_read_sock stops before it). A step at the mark, or
+// one that found both ready maxAgain times in a row for any other reason,
+// says to wait for the source's next edge rather than spin (as net's
+// splice always waits after EAGAIN).
 
 // CopyRefused reports whether fd refuses a zero-copy transfer (faults
 // attached, a ReadyList watching it: copyRefused). The foreign-end copies
@@ -70,9 +73,15 @@ func SpliceToPipe(pipefd int, src *FD) (n int, err error, step PipeStep) {
 	}
 }
 
+// maxAgain is how many times in a row a step splices again after poll(2)
+// found both ends ready. Each retry past the first needs the destination
+// refilled by another writer in between, so a copy that gets this far is
+// stuck for another reason.
+const maxAgain = 16
+
 // whyAgain looks at both ends after a splice from src into dst found
 // EAGAIN: StepMoved (none to report) means both are ready now, and the
-// step splices again, unless it did already (tries).
+// step splices again (tries of maxAgain made so far).
 func whyAgain(src, dst, tries int) (PipeStep, error) {
 	readable, err := pollNow(src, unix.POLLIN|unix.POLLRDHUP)
 	if err != nil || !readable {
@@ -82,7 +91,7 @@ func whyAgain(src, dst, tries int) (PipeStep, error) {
 	if err != nil || !writable {
 		return StepDstFull, err
 	}
-	if tries > 0 || atUrgentMark(src) {
+	if tries >= maxAgain || atUrgentMark(src) {
 		return StepSrcStuck, nil
 	}
 	return StepMoved, nil
