@@ -114,8 +114,10 @@ func (f *File) sendToStdConn(w io.Writer) (n int64, err error, handled bool) {
 	}
 	handled = true
 	var werr error
+	called := false
 	rerr := f.fd.RawRead(func(src uintptr) bool {
 		werr = rc.Write(func(dst uintptr) bool {
+			called = true
 			for {
 				m, serr := unix.Sendfile(int(dst), int(src), nil, 1<<30)
 				if m > 0 {
@@ -136,7 +138,10 @@ func (f *File) sendToStdConn(w io.Writer) (n int64, err error, handled bool) {
 		})
 		return true
 	})
-	if !handled {
+	if !handled || werr != nil && !called {
+		// Not handled, or w refused before a sendfile (closed, past its
+		// deadline): os's SendFile says not handled then too, and net's
+		// ReadFrom takes the copy over.
 		return 0, nil, false
 	}
 	switch {

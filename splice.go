@@ -3,7 +3,7 @@
 package gatenet
 
 import (
-	"context"
+	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -122,13 +122,10 @@ func spliceToOSFile(f *os.File, src *poll.FD) (n int64, err error, handled bool)
 	if serr != nil {
 		return 0, nil, false
 	}
-	var cerr error
-	switch {
-	case st.Mode().IsRegular():
-		n, err, handled, cerr = spliceToOSRegular(rc, src)
-	case st.Mode()&fs.ModeNamedPipe != 0: // a pipe or a FIFO
-		n, err, handled, cerr = spliceToOSPipe(rc, src)
+	if !st.Mode().IsRegular() && st.Mode()&fs.ModeNamedPipe == 0 {
+		return 0, nil, false // neither a regular file nor a pipe or FIFO
 	}
+	n, err, handled, cerr := spliceToOSEnd(rc, src)
 	if !handled {
 		return 0, nil, false
 	}
@@ -144,29 +141,46 @@ func spliceToOSFile(f *os.File, src *poll.FD) (n int64, err error, handled bool)
 	return n, &fs.PathError{Op: "write", Path: f.Name(), Err: wrapSyscallError("splice", err)}, true
 }
 
-// spliceToOSRegular splices src into the regular file behind rc, an
-// *os.File's not opened for appending (splice(2) refuses those), through
-// a pooled pipe (poll.SpliceToFile), taking the file's lock (rc.Write)
-// for each pump only, as os's splice does; cerr is rc.Write's error.
-func spliceToOSRegular(rc syscall.RawConn, src *poll.FD) (n int64, err error, handled bool, cerr error) {
-	appending := true
-	if rc.Control(func(fd uintptr) {
-		fl, ferr := unix.FcntlInt(fd, unix.F_GETFL, 0)
-		appending = ferr != nil || fl&unix.O_APPEND != 0
-	}) != nil || appending {
+// spliceToOSEnd splices src into the regular file or pipe behind rc, an
+// *os.File's, through a pooled pipe (poll.SpliceToFile), as os's splice
+// does: the drain waits for src on its gate holding nothing of the
+// file's, and each pump takes the file's lock (rc.Write) and waits for
+// room in the runtime's poller holding nothing of src's (a pipe in
+// blocking mode, which the runtime cannot poll, in poll(2), as a write to
+// it would). Not a file opened for appending: splice(2) refuses those.
+// cerr is rc.Write's error.
+func spliceToOSEnd(rc syscall.RawConn, src *poll.FD) (n int64, err error, handled bool, cerr error) {
+	var fl int
+	ferr := errors.ErrUnsupported
+	if cerr := rc.Control(func(fd uintptr) { fl, ferr = unix.FcntlInt(fd, unix.F_GETFL, 0) }); cerr != nil || ferr != nil || fl&unix.O_APPEND != 0 {
 		return 0, nil, false, nil
 	}
+	blocking := fl&unix.O_NONBLOCK == 0
 	n, err, handled, _ = poll.SpliceToFile(src, func(piper, inPipe int) (int, error) {
-		var m int
+		moved := 0
 		var perr error
 		if werr := rc.Write(func(fd uintptr) bool {
-			m, perr = poll.PumpToFile(piper, int(fd), inPipe)
+			for moved < inPipe {
+				m, err, full := poll.PumpFromPipe(piper, int(fd), inPipe-moved)
+				moved += m
+				switch {
+				case err != nil:
+					perr = err
+					return true
+				case full && !blocking:
+					return false // wait for room, then pump on
+				case full:
+					if perr = poll.AwaitWritable(int(fd)); perr != nil {
+						return true
+					}
+				}
+			}
 			return true
 		}); werr != nil {
 			cerr = werr
-			return 0, werr
+			return moved, werr
 		}
-		return m, perr
+		return moved, perr
 	})
 	if cerr != nil {
 		err = nil // rc.Write's: spliceToOSFile shapes it
@@ -174,76 +188,17 @@ func spliceToOSRegular(rc syscall.RawConn, src *poll.FD) (n int64, err error, ha
 	return n, err, handled, cerr
 }
 
-// spliceToOSPipe splices src into the pipe behind rc, an *os.File's,
-// step by step until src's end (poll.SpliceToPipe). A step runs inside
-// rc.Write, under the file's lock, and waits there only for room, in the
-// runtime's poller as os's own splice does (or, for a pipe in blocking
-// mode, which the runtime cannot poll, in poll(2), as a write to it
-// would); for data it leaves the callback and the file's lock and waits
-// on src's gate, so that a copy from an idle conn holds up neither the
-// file's other writers nor its Close. cerr is rc.Write's error.
-func spliceToOSPipe(rc syscall.RawConn, src *poll.FD) (n int64, err error, handled bool, cerr error) {
-	if src.CopyRefused() {
-		return 0, nil, false, nil
-	}
-	handled = true
-	for {
-		step := poll.StepMoved
-		cerr = rc.Write(func(fd uintptr) bool {
-			fl, ferr := unix.FcntlInt(fd, unix.F_GETFL, 0)
-			if ferr != nil {
-				handled = n > 0
-				return true
-			}
-			for {
-				var m int
-				m, err, step = poll.SpliceToPipe(int(fd), src)
-				n += int64(m)
-				switch {
-				case err != nil:
-					if n == 0 && (err == unix.EINVAL || err == unix.ENOSYS || err == unix.EOPNOTSUPP) {
-						handled, err = false, nil // the kernel refused the pair
-					}
-					return true
-				case step == poll.StepMoved && m == 0:
-					return true // src's end
-				case step == poll.StepMoved:
-				case step == poll.StepDstFull && fl&unix.O_NONBLOCK != 0:
-					return false // wait for room, then step again
-				case step == poll.StepDstFull:
-					if err = poll.AwaitWritable(int(fd)); err != nil {
-						return true
-					}
-				default:
-					return true // wait for src, outside the file's lock
-				}
-			}
-		})
-		switch {
-		case cerr != nil || err != nil || !handled:
-			return n, err, handled, cerr
-		case step == poll.StepSrcEmpty:
-			err = src.WaitReadable(context.Background())
-		case step == poll.StepSrcStuck:
-			err = src.AwaitReadEdge()
-		default:
-			return n, nil, true, nil
-		}
-		if err != nil {
-			return n, err, true, nil
-		}
-	}
-}
-
 // spliceFromStdConn splices r, one of net's own stream conns (or an
 // *io.LimitedReader of one, whose N it updates), into f, a pipe or a
 // regular file not opened for appending, until r's end: os's spliceToFile,
 // which reaches net's conns' descriptors (gatenet's conns splice in
-// ReadFrom's own path). It waits for data in r's poller (its
-// RawConn.Read) and for room in f's gate. An error is f's "write"
-// *fs.PathError around splice's, or around r's own closed or deadline
-// error, as os's. handled false: r or f is not such a descriptor, or the
-// kernel refused the pair before a byte moved.
+// ReadFrom's own path). The bytes go through a pooled pipe
+// (poll.SpliceFrom): the drain waits for data in r's poller (its
+// RawConn.Read) holding nothing of f's, the pump for room on f's gate
+// holding nothing of r's. An error is f's "write" *fs.PathError around
+// splice's, or around r's own closed or deadline error, as os's. handled
+// false: r or f is not such a descriptor, or the kernel refused the pair
+// before a byte moved.
 func (f *File) spliceFromStdConn(r io.Reader) (n int64, err error, handled bool) {
 	var remain int64 // 0: to the end
 	lr, limited := r.(*io.LimitedReader)
@@ -264,54 +219,26 @@ func (f *File) spliceFromStdConn(r io.Reader) (n int64, err error, handled bool)
 	if !pipe && !st.Mode().IsRegular() {
 		return 0, nil, false
 	}
-	handled = true
 	var rerr error
-	for {
-		step := poll.StepMoved
-		rerr = rc.Read(func(src uintptr) bool {
-			for remain == 0 || n < remain {
-				max := int64(maxSpliceChunk)
-				if remain > 0 {
-					max = min(max, remain-n)
-				}
-				var m int
-				var ok bool
-				m, err, step, ok = poll.SpliceFromFD(f.fd, int(src), int(max), pipe)
-				if !ok {
-					handled = n > 0
-					return true
-				}
-				n += int64(m)
-				switch {
-				case err != nil, step == poll.StepDstFull:
-					return true // (room: waited for outside r's RawConn)
-				case step != poll.StepMoved:
-					return false // wait for data, then go on
-				case m == 0:
-					return true // r's end
-				}
-			}
-			return true
-		})
-		if rerr != nil || err != nil || !handled || step != poll.StepDstFull {
-			break
+	n, err, handled, _ = poll.SpliceFrom(f.fd, remain, func(pipew, max int) (int, error) {
+		var m int
+		var derr error
+		if rerr = rc.Read(func(fd uintptr) bool {
+			m, derr = poll.DrainInto(int(fd), pipew, max)
+			return derr != unix.EAGAIN // else wait for data
+		}); rerr != nil {
+			return 0, rerr
 		}
-		if err = f.fd.WaitWritable(context.Background()); err != nil {
-			break
-		}
-	}
+		return m, derr
+	})
 	if limited {
 		lr.N = remain - n
 	}
 	if !handled {
 		return 0, nil, false
 	}
-	if err == nil {
+	if err == rerr {
 		err = unwrapRawError(rerr)
 	}
 	return n, f.wrapErr("write", wrapSyscallError("splice", err)), true
 }
-
-// maxSpliceChunk is how much one splice from a conn of net's moves at
-// most, as internal/poll's (and os's) chunk.
-const maxSpliceChunk = 1 << 20

@@ -53,8 +53,10 @@ func TestSpliceIdleSourceLeavesFileFree(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "b", string(readN(t, r, 1)))
 		require.NoError(t, w.Close()) // os's Close waits for no copy
-		require.NoError(t, c.Close())
+		_, err = c.Write([]byte("c")) // for a file closed now
+		require.NoError(t, err)
 		require.ErrorIs(t, <-copied, os.ErrClosed)
+		require.NoError(t, c.Close())
 	})
 	t.Run("Regular", func(t *testing.T) {
 		c, srv := testutil.Pair(t, "tcp", "127.0.0.1:0")
@@ -208,4 +210,95 @@ func TestSpliceFromNetConnFullPipeSourceCloses(t *testing.T) {
 	require.NoError(t, srv.Close())
 	require.NoError(t, r.Close()) // ends the wait for room
 	require.Error(t, <-copied)
+}
+
+// TestSpliceHoldsNoLockWhileWaitingForAnother: a copy whose one end's
+// lock is held by another caller waits for it holding nothing of the
+// other end's, so the other end's Close returns (net's and os's Close
+// wait for their users). Each pair hung in that Close before.
+func TestSpliceHoldsNoLockWhileWaitingForAnother(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	settle := func() { time.Sleep(100 * time.Millisecond) } // for the goroutines to park (passes either way)
+	t.Run("NetConnToGatenetPipeWhosWriterWaits", func(t *testing.T) {
+		c, srv := testutil.NetPair(t, "tcp", "127.0.0.1:0")
+		defer c.Close()
+		r, w, err := gatenet.Pipe()
+		require.NoError(t, err)
+		_, err = c.Write([]byte("hello"))
+		require.NoError(t, err)
+		go w.Write(make([]byte, 4<<20)) // fills the pipe, parks holding its write lock
+		settle()
+		copied := make(chan error, 1)
+		go func() { _, err := io.Copy(w, srv); copied <- err }()
+		settle()
+		require.NoError(t, srv.Close()) // returns
+		require.NoError(t, r.Close())
+		require.NoError(t, w.Close())
+		<-copied
+	})
+	for name, pipe := range map[string]func() (io.Closer, io.Closer, io.Writer){
+		"GatenetConnWhoseReaderWaitsToOSPipe": func() (io.Closer, io.Closer, io.Writer) {
+			r, w, err := os.Pipe()
+			require.NoError(t, err)
+			return r, w, w
+		},
+		"GatenetConnWhoseReaderWaitsToGatenetPipe": func() (io.Closer, io.Closer, io.Writer) {
+			r, w, err := gatenet.Pipe()
+			require.NoError(t, err)
+			return r, w, w
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, srv := testutil.Pair(t, "tcp", "127.0.0.1:0")
+			r, w, dst := pipe()
+			defer r.Close()
+			go srv.Read(make([]byte, 10)) // parks holding srv's read lock
+			settle()
+			copied := make(chan error, 1)
+			go func() { _, err := io.Copy(dst, srv); copied <- err }()
+			settle()
+			require.NoError(t, w.Close()) // returns
+			require.NoError(t, c.Close())
+			<-copied
+			srv.Close()
+		})
+	}
+}
+
+// TestFileSendToRefusingNetConnAsOS: a *gatenet.File sent to one of net's
+// conns that is closed, or past its write deadline, before anything is
+// sent: as os's, sendfile is not handled, net's ReadFrom takes the copy
+// over, and the error, the count and the file's offset are os's.
+func TestFileSendToRefusingNetConnAsOS(t *testing.T) {
+	testutil.CheckLeaks(t)
+	path := zcStreamFile(t, 37)
+	type result struct {
+		N, Offset int64
+		Err       string
+	}
+	for name, refuse := range map[string]func(c net.Conn){
+		"Closed":       func(c net.Conn) { c.Close() },
+		"PastDeadline": func(c net.Conn) { c.SetWriteDeadline(time.Now().Add(-time.Second)) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			results := map[string]result{}
+			for stack, open := range map[string]func() (fileLike, error){
+				"os":      func() (fileLike, error) { return os.Open(path) },
+				"gatenet": func() (fileLike, error) { return gatenet.OpenFile(path, os.O_RDONLY, 0) },
+			} {
+				f, err := open()
+				require.NoError(t, err)
+				c, _ := testutil.NetPair(t, "tcp", "127.0.0.1:0")
+				refuse(c)
+				n, err := f.(io.WriterTo).WriteTo(c)
+				off, serr := f.Seek(0, io.SeekCurrent)
+				require.NoError(t, serr)
+				results[stack] = result{n, off, errShape(err)}
+				f.Close()
+				c.Close()
+			}
+			require.Equal(t, results["os"], results["gatenet"])
+		})
+	}
 }

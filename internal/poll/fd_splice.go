@@ -86,12 +86,13 @@ func SpliceEnds(dst, src *FD, remain int64) (written int64, err error, handled, 
 	return spliceThroughPipe(src, remain, dst.splicePump)
 }
 
-// SpliceToFile moves bytes from src, a stream socket, into a regular
-// file the caller reaches through pump (an *os.File's, taking its lock
-// for each pump, as PumpToFile's caller), until src's end of stream or
-// error: os's spliceToFile, for net's TCPConn.WriteTo into an *os.File.
-// It waits for src's data holding no lock of the file's. Its results are
-// SpliceEnds'.
+// SpliceToFile moves bytes from src, a stream socket, through a pooled
+// pipe into a file the caller reaches through pump (an *os.File's regular
+// file or pipe, whose lock the pump takes for each pump only, calling
+// PumpFromPipe), until src's end of stream or error: os's spliceToFile,
+// for net's TCPConn.WriteTo into an *os.File. It waits for src's data
+// holding nothing of the file's, and the pump waits for room holding
+// nothing of src's. Its results are SpliceEnds'.
 //
 //lint:ignore ST1008 Splice's order, internal/poll's: (written, err, handled), then whose err
 func SpliceToFile(src *FD, pump func(piper, inPipe int) (int, error)) (written int64, err error, handled, srcErr bool) {
@@ -101,26 +102,28 @@ func SpliceToFile(src *FD, pump func(piper, inPipe int) (int, error)) (written i
 	return spliceThroughPipe(src, 0, pump)
 }
 
-// PumpToFile moves inPipe bytes from the pipe piper into dstfd, a regular
-// file, which takes every byte at once (no EAGAIN): the pump never waits.
-func PumpToFile(piper, dstfd, inPipe int) (int, error) {
-	written := 0
-	for inPipe > 0 {
+// PumpFromPipe moves up to inPipe bytes from the pipe piper into dstfd,
+// an *os.File's regular file or pipe the caller holds inside its
+// RawConn.Write; full says that dstfd, a pipe, has no room (EAGAIN), for
+// the caller to wait for it its own way. A regular file takes every byte
+// at once.
+func PumpFromPipe(piper, dstfd, inPipe int) (n int, err error, full bool) {
+	for n < inPipe {
 		spliceCalls.Add(1)
-		n, err := unix.Splice(piper, nil, dstfd, nil, inPipe, unix.SPLICE_F_NONBLOCK)
-		if err == unix.EINTR {
+		m, err := unix.Splice(piper, nil, dstfd, nil, inPipe-n, unix.SPLICE_F_NONBLOCK)
+		switch {
+		case err == unix.EINTR:
 			continue
+		case err == unix.EAGAIN:
+			return n, nil, true
+		case err != nil:
+			return n, err, false
+		case m == 0:
+			return n, io.ErrUnexpectedEOF, false // the pipe held inPipe bytes
 		}
-		if n <= 0 {
-			if err == nil {
-				err = io.ErrUnexpectedEOF // the pipe held inPipe bytes
-			}
-			return written, err
-		}
-		inPipe -= int(n)
-		written += int(n)
+		n += int(m)
 	}
-	return written, nil
+	return n, nil, false
 }
 
 // spliceThroughPipe is SpliceEnds between two descriptors neither of
@@ -129,6 +132,15 @@ func PumpToFile(piper, dstfd, inPipe int) (int, error) {
 //
 //lint:ignore ST1008 Splice's order, internal/poll's: (written, err, handled), then whose err
 func spliceThroughPipe(src *FD, remain int64, pump func(piper, inPipe int) (int, error)) (written int64, err error, handled, srcErr bool) {
+	return throughPipe(src.spliceDrain, remain, pump)
+}
+
+// throughPipe is spliceThroughPipe's loop, with the source's side a
+// function: drain moves up to max bytes into pipew, waiting for them, and
+// returns 0 at the source's end.
+//
+//lint:ignore ST1008 Splice's order, internal/poll's: (written, err, handled), then whose err
+func throughPipe(drain func(pipew, max int) (int, error), remain int64, pump func(piper, inPipe int) (int, error)) (written int64, err error, handled, srcErr bool) {
 	pv := splicePipes.Get()
 	if pv == nil {
 		return 0, nil, false, false
@@ -140,7 +152,7 @@ func spliceThroughPipe(src *FD, remain int64, pump func(piper, inPipe int) (int,
 			max = min(max, remain-written)
 		}
 		var inPipe int
-		inPipe, err = src.spliceDrain(p.w, int(max))
+		inPipe, err = drain(p.w, int(max))
 		if inPipe == 0 {
 			if written == 0 && notSpliceable(err) {
 				splicePipes.Put(p)

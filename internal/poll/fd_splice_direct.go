@@ -3,6 +3,8 @@
 package poll
 
 import (
+	"context"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/gatenet/gatenet/pollfd"
@@ -15,9 +17,12 @@ import (
 // into a pooled pipe first would strand up to maxSpliceChunk.
 //
 // One splice call needs both ends ready: data in src and room in dst.
-// Each step takes dst's write lock, then src's read lock (dst first, as
-// os's copy_file_range does: a closed destination fails before the source
-// is touched), prepares both and splices. EAGAIN does not say which end
+// Each step takes dst's write lock, then src's read lock if it is free
+// (dst first, as os's copy_file_range does: a closed destination fails
+// before the source is touched); if another reader holds src's, the step
+// lets go of dst's, waits for src's alone and begins again, so that it
+// never waits for one lock holding the other (dst's Close would wait on
+// src's reader). Then it prepares both and splices. EAGAIN does not say which end
 // was not ready, so poll(2) looks (src first); the step then lets go of
 // the ready end's lock and waits on the other's gate under its own lock,
 // as a Read or a Write parked there would. An edge that came after the
@@ -56,9 +61,18 @@ func spliceStep(dst, src *FD, max int) (n int, again bool, err error, srcErr boo
 	if err := dst.writeLock(); err != nil {
 		return 0, false, err, false
 	}
-	if err := src.readLock(); err != nil {
+	if err := src.readLockContext(tryNow); err != nil {
+		// src's lock is another reader's: wait for it holding nothing of
+		// dst's, so that dst's Close and other writers wait on neither.
 		dst.writeUnlock()
-		return 0, false, err, true
+		if err != tryNow.Err() {
+			return 0, false, err, true
+		}
+		if err := src.readLock(); err != nil {
+			return 0, false, err, true
+		}
+		src.readUnlock()
+		return 0, true, nil, false
 	}
 	dstLocked, srcLocked := true, true
 	defer func() {
@@ -88,11 +102,11 @@ func spliceStep(dst, src *FD, max int) (n int, again bool, err error, srcErr boo
 		case err != unix.EAGAIN:
 			return 0, false, err, src.owns(err, dst)
 		}
-		step, perr := whyAgain(src.Sysfd, dst.Sysfd, tries)
+		wait, perr := whyAgain(src.Sysfd, dst.Sysfd, tries)
 		switch {
 		case perr != nil:
-			return 0, false, perr, step == StepSrcEmpty
-		case step == StepSrcEmpty, step == StepSrcStuck: // wait for src's next edge
+			return 0, false, perr, wait == waitSrc
+		case wait == waitSrc: // for src's next edge
 			dst.writeUnlock()
 			dstLocked = false
 			if !src.Pollable() {
@@ -102,7 +116,7 @@ func spliceStep(dst, src *FD, max int) (n int, again bool, err error, srcErr boo
 				return 0, false, err, true
 			}
 			return 0, true, nil, false
-		case step == StepDstFull: // dst has no room
+		case wait == waitDst: // for room
 			src.readUnlock()
 			srcLocked = false
 			if !dst.Pollable() {
@@ -131,4 +145,54 @@ func (fd *FD) owns(err error, dst *FD) bool {
 		return ferr == nil && mode&unix.O_ACCMODE == unix.O_WRONLY
 	}
 	return dst.isPipe() && !fd.isPipe()
+}
+
+// tryNow is a context done already: a lock taken with it is taken only
+// if free (rwlockContext returns its error rather than wait).
+var tryNow = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+// Which end a splice that found EAGAIN waits for (whyAgain).
+const (
+	waitNone = iota // both ready: splice again
+	waitSrc
+	waitDst
+)
+
+// maxAgain is how many times in a row a splice is made again after
+// poll(2) found both ends ready. Each retry past the first needs the
+// destination refilled by another writer in between, so a splice that
+// gets this far is stuck for another reason and waits for the source's
+// next edge (as net's splice always does after EAGAIN) rather than spin.
+const maxAgain = 16
+
+// whyAgain looks at both ends after a splice from src into dst found
+// EAGAIN, which does not say which end was not ready. poll(2) can call
+// both ready when dst filled and drained between the two (a retry gets
+// past that) and at a TCP urgent mark, which splice never passes
+// (tcp_read_sock stops before it): src waits for its next edge there.
+// tries is how many retries were made so far.
+func whyAgain(src, dst, tries int) (int, error) {
+	readable, err := pollNow(src, unix.POLLIN|unix.POLLRDHUP)
+	if err != nil || !readable {
+		return waitSrc, err
+	}
+	writable, err := pollNow(dst, unix.POLLOUT)
+	if err != nil || !writable {
+		return waitDst, err
+	}
+	if tries >= maxAgain || atUrgentMark(src) {
+		return waitSrc, nil
+	}
+	return waitNone, nil
+}
+
+// atUrgentMark reports whether fd, a TCP socket, has its urgent mark
+// next (SIOCATMARK); false for anything else.
+func atUrgentMark(fd int) bool {
+	at, err := unix.IoctlGetInt(fd, unix.SIOCATMARK)
+	return err == nil && at != 0
 }
