@@ -398,9 +398,10 @@ func (c rawConn) Write(f func(uintptr) bool) error { return c.fd.RawWrite(f) }
 // When both the File and r are pipes or gatenet stream sockets, or r is
 // a stream socket (gatenet's or net's) and the File a pipe or a regular
 // file not opened for appending (as os's spliceToFile), the bytes move
-// with splice(2) and never enter user space, and into a pipe a byte
-// leaves r only into the File. The errors are os's: between two Files (which os copies through a buffer)
-// the failing end's own Read or Write error, from a socket a "write"
+// with splice(2) and never enter user space; between two of gatenet's
+// with a pipe among them a byte leaves r only into the File. The errors
+// are os's: between two Files (which os copies through a buffer) the
+// failing end's own Read or Write error, from a socket a "write"
 // *fs.PathError around splice's error, the socket's own included.
 func (f *File) ReadFrom(r io.Reader) (int64, error) {
 	if err := f.checkValid("write"); err != nil {
