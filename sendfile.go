@@ -154,6 +154,22 @@ func (f *File) sendToStdConn(w io.Writer) (n int64, err error, handled bool) {
 	return n, f.wrapErr("read", err), true
 }
 
+// osFileWithoutReadFrom returns the *os.File inside w if w is os's
+// fileWithoutReadFrom, which (*os.File).ReadFrom hands io.Copy when it
+// cannot splice from the reader itself (a gatenet conn); otherwise nil.
+func osFileWithoutReadFrom(w io.Writer) *os.File {
+	t := reflect.TypeOf(w)
+	if t == nil || t.Kind() != reflect.Struct || t.PkgPath() != "os" || t.Name() != "fileWithoutReadFrom" {
+		return nil
+	}
+	field := reflect.ValueOf(w).FieldByName("File")
+	if !field.IsValid() || !field.CanInterface() {
+		return nil
+	}
+	f, _ := field.Interface().(*os.File)
+	return f
+}
+
 // stdStreamConn returns x's RawConn if x is one of net's own TCP or Unix
 // stream conns, or a wrapper of one (net's TCPConn.WriteTo hands io.Copy
 // its conn with WriteTo hidden), found as os finds them: a RawConn with

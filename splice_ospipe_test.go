@@ -146,3 +146,36 @@ func TestTCPWriteToOSPipe(t *testing.T) {
 		require.True(t, bytes.Equal(payload, <-got))
 	})
 }
+
+// TestOSFileReadFromGatenetConn: (*os.File).ReadFrom called with a
+// gatenet TCP conn (not through io.Copy, whose WriteTo comes first)
+// splices too, and fails as with net's conn: the file's own "write"
+// *fs.PathError, unwrapped, as os's ReadFrom returns it.
+func TestOSFileReadFromGatenetConn(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	shapes := map[string]string{}
+	for name, pair := range map[string]func(testing.TB, string, string) (net.Conn, net.Conn){
+		"net": testutil.NetPair, "gatenet": testutil.Pair,
+	} {
+		c, srv := pair(t, "tcp", "127.0.0.1:0")
+		r, w, err := os.Pipe()
+		require.NoError(t, err)
+		go io.Copy(io.Discard, r)
+		_, err = c.Write([]byte("hello"))
+		require.NoError(t, err)
+		require.NoError(t, srv.SetReadDeadline(time.Now().Add(100*time.Millisecond)))
+		before := gatenet.SpliceCalls()
+		n, err := w.ReadFrom(srv)
+		require.EqualValues(t, 5, n, name)
+		if name == "gatenet" {
+			require.Greater(t, gatenet.SpliceCalls(), before, "the splice path did not run")
+		}
+		shapes[name] = errShape(err)
+		w.Close()
+		r.Close()
+		c.Close()
+		srv.Close()
+	}
+	require.Equal(t, shapes["net"], shapes["gatenet"])
+}

@@ -225,6 +225,15 @@ func (c *TCPConn) WriteTo(w io.Writer) (int64, error) {
 		}
 	case *os.File:
 		n, err, handled = spliceToOSFile(w, &c.fd.pfd)
+	default:
+		if f := osFileWithoutReadFrom(w); f != nil {
+			// (*os.File).ReadFrom(c), which cannot splice from c, hands
+			// io.Copy the file so wrapped: splice into it here, and fail as
+			// os's ReadFrom does from net's conns, with the file's error.
+			if n, err, handled := spliceToOSFile(f, &c.fd.pfd); handled {
+				return n, err
+			}
+		}
 	}
 	if !handled {
 		n, err = io.Copy(w, tcpConnWithoutWriteTo{TCPConn: c})
