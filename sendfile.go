@@ -105,7 +105,7 @@ func fileWriteToError(r io.Reader, err error) (_ error, ok bool) {
 // such a conn, f is not a regular file, or the kernel refused the pair
 // before a byte moved.
 func (f *File) sendToStdConn(w io.Writer) (n int64, err error, handled bool) {
-	rc := stdStreamConn(w)
+	rc, _ := stdStreamConn(w)
 	if rc == nil || f.fd.Pollable() {
 		return 0, nil, false // a pipe or a socket is no sendfile source
 	}
@@ -170,32 +170,33 @@ func osFileWithoutReadFrom(w io.Writer) *os.File {
 	return f
 }
 
-// stdStreamConn returns x's RawConn if x is one of net's own TCP or Unix
-// stream conns, or a wrapper of one (net's TCPConn.WriteTo hands io.Copy
-// its conn with WriteTo hidden), found as os finds them: a RawConn with
-// net's PollFD and Network methods, on "tcp" or "unix"; otherwise nil.
-func stdStreamConn(x any) syscall.RawConn {
+// stdStreamConn returns x's RawConn and network if x is one of net's own
+// TCP or Unix stream conns, or a wrapper of one (net's TCPConn.WriteTo
+// hands io.Copy its conn with WriteTo hidden), found as os finds them: a
+// RawConn with net's PollFD and Network methods, on "tcp" or "unix";
+// otherwise nil.
+func stdStreamConn(x any) (syscall.RawConn, string) {
 	sc, ok := x.(syscall.Conn)
 	if !ok {
-		return nil
+		return nil, ""
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil || rc == nil {
-		return nil
+		return nil, ""
 	}
 	v := reflect.ValueOf(rc)
 	network := v.MethodByName("Network")
 	if !v.MethodByName("PollFD").IsValid() || !network.IsValid() {
-		return nil
+		return nil, ""
 	}
 	if t := network.Type(); t.NumIn() != 0 || t.NumOut() != 1 || t.Out(0).Kind() != reflect.String {
-		return nil
+		return nil, ""
 	}
-	switch network.Call(nil)[0].String() {
+	switch n := network.Call(nil)[0].String(); n {
 	case "tcp", "tcp4", "tcp6", "unix":
-		return rc
+		return rc, n
 	}
-	return nil
+	return nil, ""
 }
 
 // unwrapRawError is the error under a net conn's RawConn's: net wraps

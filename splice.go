@@ -55,6 +55,15 @@ func spliceFrom(dst *poll.FD, r io.Reader) (n int64, err error, handled, srcErr 
 	}
 	end := spliceEnd(r)
 	if end == nil {
+		// One of net's conns (os's File.ReadFrom, which net's TCPConn.
+		// WriteTo hands its conn, splices from those too).
+		if rc, _ := stdStreamConn(r); rc != nil && !dst.CopyRefused() {
+			n, err, handled = spliceFromRaw(dst, rc, remain)
+			if lr != nil {
+				lr.N -= n
+			}
+			return n, err, handled, false, r
+		}
 		return 0, nil, false, false, r
 	}
 	n, err, handled, srcErr = poll.SpliceEnds(dst, end, remain)
@@ -125,7 +134,7 @@ func spliceToOSFile(f *os.File, src *poll.FD) (n int64, err error, handled bool)
 	if !st.Mode().IsRegular() && st.Mode()&fs.ModeNamedPipe == 0 {
 		return 0, nil, false // neither a regular file nor a pipe or FIFO
 	}
-	n, err, handled, cerr := spliceToOSEnd(rc, src)
+	n, err, handled, cerr := spliceToRaw(rc, src)
 	if !handled {
 		return 0, nil, false
 	}
@@ -141,15 +150,15 @@ func spliceToOSFile(f *os.File, src *poll.FD) (n int64, err error, handled bool)
 	return n, &fs.PathError{Op: "write", Path: f.Name(), Err: wrapSyscallError("splice", err)}, true
 }
 
-// spliceToOSEnd splices src into the regular file or pipe behind rc, an
-// *os.File's, through a pooled pipe (poll.SpliceToFile), as os's splice
-// does: the drain waits for src on its gate holding nothing of the
-// file's, and each pump takes the file's lock (rc.Write) and waits for
-// room in the runtime's poller holding nothing of src's (a pipe in
-// blocking mode, which the runtime cannot poll, in poll(2), as a write to
-// it would). Not a file opened for appending: splice(2) refuses those.
-// cerr is rc.Write's error.
-func spliceToOSEnd(rc syscall.RawConn, src *poll.FD) (n int64, err error, handled bool, cerr error) {
+// spliceToRaw splices src into what is behind rc: an *os.File's regular
+// file or pipe, or net's conn. The bytes go through a pooled pipe
+// (poll.SpliceToFile), as os's and net's splice: the drain waits for src
+// on its gate holding nothing of the other end's, and each pump takes that
+// end's lock (rc.Write) and waits for room in the runtime's poller holding
+// nothing of src's (a pipe in blocking mode, which the runtime cannot
+// poll, in poll(2), as a write to it would). Not a file opened for
+// appending: splice(2) refuses those. cerr is rc.Write's error.
+func spliceToRaw(rc syscall.RawConn, src *poll.FD) (n int64, err error, handled bool, cerr error) {
 	var fl int
 	ferr := errors.ErrUnsupported
 	if cerr := rc.Control(func(fd uintptr) { fl, ferr = unix.FcntlInt(fd, unix.F_GETFL, 0) }); cerr != nil || ferr != nil || fl&unix.O_APPEND != 0 {
@@ -207,7 +216,7 @@ func (f *File) spliceFromStdConn(r io.Reader) (n int64, err error, handled bool)
 			return 0, nil, false
 		}
 	}
-	rc := stdStreamConn(r)
+	rc, _ := stdStreamConn(r)
 	if rc == nil || f.appendMode || f.fd.CopyRefused() {
 		return 0, nil, false
 	}
@@ -219,8 +228,25 @@ func (f *File) spliceFromStdConn(r io.Reader) (n int64, err error, handled bool)
 	if !pipe && !st.Mode().IsRegular() {
 		return 0, nil, false
 	}
+	n, err, handled = spliceFromRaw(f.fd, rc, remain)
+	if limited {
+		lr.N = remain - n
+	}
+	if !handled {
+		return 0, nil, false
+	}
+	return n, f.wrapErr("write", wrapSyscallError("splice", err)), true
+}
+
+// spliceFromRaw splices up to remain bytes (0: to the end) from net's
+// stream conn behind rc into dst, through a pooled pipe (poll.SpliceFrom):
+// the drain waits for data in the conn's poller (rc.Read) holding nothing
+// of dst's, the pump for room on dst's gate holding nothing of the
+// conn's. An error of rc's is the one under net's "raw-read" wrapper, as
+// os's and net's own splice, which reach the descriptor, report it.
+func spliceFromRaw(dst *poll.FD, rc syscall.RawConn, remain int64) (n int64, err error, handled bool) {
 	var rerr error
-	n, err, handled, _ = poll.SpliceFrom(f.fd, remain, func(pipew, max int) (int, error) {
+	n, err, handled, _ = poll.SpliceFrom(dst, remain, func(pipew, max int) (int, error) {
 		var m int
 		var derr error
 		if rerr = rc.Read(func(fd uintptr) bool {
@@ -231,14 +257,8 @@ func (f *File) spliceFromStdConn(r io.Reader) (n int64, err error, handled bool)
 		}
 		return m, derr
 	})
-	if limited {
-		lr.N = remain - n
-	}
-	if !handled {
-		return 0, nil, false
-	}
-	if err == rerr {
+	if err != nil && err == rerr {
 		err = unwrapRawError(rerr)
 	}
-	return n, f.wrapErr("write", wrapSyscallError("splice", err)), true
+	return n, err, handled
 }

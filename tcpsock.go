@@ -226,6 +226,20 @@ func (c *TCPConn) WriteTo(w io.Writer) (int64, error) {
 	case *os.File:
 		n, err, handled = spliceToOSFile(w, &c.fd.pfd)
 	default:
+		if rc, network := stdStreamConn(w); rc != nil {
+			// One of net's conns, whose ReadFrom splices from net's conns
+			// only: splice into it here, failing as its ReadFrom would.
+			var cerr error
+			n, err, handled, cerr = spliceToRaw(rc, &c.fd.pfd)
+			if err == nil {
+				err = unwrapRawError(cerr)
+			}
+			err = wrapSyscallError("splice", err)
+			if dst, ok := w.(net.Conn); ok && err != nil && network != "unix" { // net's TCPConn.ReadFrom's
+				err = &net.OpError{Op: "readfrom", Net: network, Source: dst.LocalAddr(), Addr: dst.RemoteAddr(), Err: err}
+			}
+			break
+		}
 		if f := osFileWithoutReadFrom(w); f != nil {
 			// (*os.File).ReadFrom(c), which cannot splice from c, hands
 			// io.Copy the file so wrapped: splice into it here, and fail as
