@@ -199,6 +199,23 @@ func stdStreamConn(x any) (syscall.RawConn, string) {
 	return nil, ""
 }
 
+// netOwnConn is stdStreamConn for x of net's own types only: a
+// *net.TCPConn, a *net.UnixConn, or net's tcpConnWithoutWriteTo (which
+// net's TCPConn.WriteTo hands io.Copy), all that net's own ReadFrom and
+// WriteTo splice with. A user's type that embeds one is not: its own
+// methods must run, as with net.
+func netOwnConn(x any) (syscall.RawConn, string) {
+	switch x.(type) {
+	case *net.TCPConn, *net.UnixConn:
+	default:
+		t := reflect.TypeOf(x)
+		if t == nil || t.Kind() != reflect.Struct || t.PkgPath() != "net" || t.Name() != "tcpConnWithoutWriteTo" {
+			return nil, ""
+		}
+	}
+	return stdStreamConn(x)
+}
+
 // unwrapRawError is the error under a net conn's RawConn's: net wraps
 // it in a "raw-read" or "raw-write" *net.OpError that os's own sendfile
 // and splice, which reach the conn's descriptor, do not show.

@@ -55,9 +55,9 @@ func spliceFrom(dst *poll.FD, r io.Reader) (n int64, err error, handled, srcErr 
 	}
 	end := spliceEnd(r)
 	if end == nil {
-		// One of net's conns (os's File.ReadFrom, which net's TCPConn.
-		// WriteTo hands its conn, splices from those too).
-		if rc, _ := stdStreamConn(r); rc != nil && !dst.CopyRefused() {
+		// One of net's conns, by net's own types (net's ReadFrom splices
+		// from those only; a user's type embedding one has its Read run).
+		if rc, _ := netOwnConn(r); rc != nil && !dst.CopyRefused() {
 			n, err, handled = spliceFromRaw(dst, rc, remain)
 			if lr != nil {
 				lr.N -= n

@@ -8,6 +8,7 @@ import (
 	"net"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -102,4 +103,69 @@ func TestMixedTCPCopiesAsNet(t *testing.T) {
 			})
 		}
 	}
+}
+
+// countingTCPConn is a user's type around net's conn, with methods of
+// its own: copies must go through them, as with net's conns.
+type countingTCPConn struct {
+	*net.TCPConn
+	read, written atomic.Int64
+}
+
+func (c *countingTCPConn) Read(b []byte) (int, error) {
+	n, err := c.TCPConn.Read(b)
+	c.read.Add(int64(n))
+	return n, err
+}
+
+func (c *countingTCPConn) Write(b []byte) (int, error) {
+	n, err := c.TCPConn.Write(b)
+	c.written.Add(int64(n))
+	return n, err
+}
+
+func (c *countingTCPConn) WriteTo(w io.Writer) (int64, error) {
+	return io.Copy(w, struct{ io.Reader }{c})
+}
+
+func (c *countingTCPConn) ReadFrom(r io.Reader) (int64, error) {
+	return io.Copy(struct{ io.Writer }{c}, r)
+}
+
+// TestMixedTCPCopiesRunUsersMethods: a gatenet TCP conn copied with a
+// user's type that embeds net's conn does not splice past it: its Read
+// (into the gatenet conn's ReadFrom) and Write (through its ReadFrom, from
+// the gatenet conn's WriteTo) see every byte, as with net's conn.
+func TestMixedTCPCopiesRunUsersMethods(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	payload := bytes.Repeat([]byte("z"), 100000)
+	t.Run("ReadFrom", func(t *testing.T) {
+		in, src := testutil.NetPair(t, "tcp", "127.0.0.1:0")
+		dst, out := testutil.Pair(t, "tcp", "127.0.0.1:0")
+		u := &countingTCPConn{TCPConn: src.(*net.TCPConn)}
+		go func() { in.Write(payload); in.Close() }()
+		got := make(chan []byte, 1)
+		go func() { b, _ := io.ReadAll(out); got <- b }()
+		n, err := dst.(io.ReaderFrom).ReadFrom(u)
+		require.NoError(t, err)
+		require.EqualValues(t, len(payload), n)
+		dst.Close()
+		require.Len(t, <-got, len(payload))
+		require.EqualValues(t, len(payload), u.read.Load())
+	})
+	t.Run("WriteTo", func(t *testing.T) {
+		in, src := testutil.Pair(t, "tcp", "127.0.0.1:0")
+		dst, out := testutil.NetPair(t, "tcp", "127.0.0.1:0")
+		u := &countingTCPConn{TCPConn: dst.(*net.TCPConn)}
+		go func() { in.Write(payload); in.Close() }()
+		got := make(chan []byte, 1)
+		go func() { b, _ := io.ReadAll(out); got <- b }()
+		n, err := io.Copy(u, src)
+		require.NoError(t, err)
+		require.EqualValues(t, len(payload), n)
+		dst.Close()
+		require.Len(t, <-got, len(payload))
+		require.EqualValues(t, len(payload), u.written.Load())
+	})
 }

@@ -226,9 +226,10 @@ func (c *TCPConn) WriteTo(w io.Writer) (int64, error) {
 	case *os.File:
 		n, err, handled = spliceToOSFile(w, &c.fd.pfd)
 	default:
-		if rc, network := stdStreamConn(w); rc != nil {
+		if rc, network := netOwnConn(w); rc != nil {
 			// One of net's conns, whose ReadFrom splices from net's conns
 			// only: splice into it here, failing as its ReadFrom would.
+			// (A user's type embedding one has its own ReadFrom run.)
 			var cerr error
 			n, err, handled, cerr = spliceToRaw(rc, &c.fd.pfd)
 			if err == nil {
