@@ -202,7 +202,7 @@ func ExampleReadyQueue() {
 					return // the queue closed
 				}
 				c := p.(gatenet.ContextIO)
-				for range 16 { // while reads fill buf more may be there; 16 at most, for fairness
+				for reads := 1; ; reads++ { // while reads fill buf more may be there
 					var n int
 					n, err = c.ReadContext(noWait, buf)
 					if n > 0 {
@@ -213,6 +213,9 @@ func ExampleReadyQueue() {
 					}
 					if err != nil || n < len(buf) {
 						break // a short read took all there was: Add costs no system call
+					}
+					if reads >= 16 && (q.Len() > 0 || q.Buffered(p) > 0) {
+						break // others wait, or the peer lags: hand it back, for fairness
 					}
 				}
 				switch {

@@ -38,11 +38,15 @@ import (
 // that far. A worker that must not park on an idle connection reads
 // without blocking — ReadContext (ContextIO) with a context already done
 // returns what is there, or io.EOF, or the context's error if nothing is —
-// again while its reads fill the buffer (a bounded number of times, so
-// that a connection that never runs dry does not keep its worker), and
-// then hands it back with Add, which reports it again at once if more is
-// readable. ExampleReadyQueue is that loop. A connection that closes leaves the queue (Close is how a
-// worker drops one; Remove stops watching it without closing it).
+// again while its reads fill the buffer, and then hands it back with Add,
+// which reports it again at once if more is readable. After a bounded
+// number of full reads it hands back a connection that never runs dry
+// only while other reports wait (Len) or its output does (Buffered): so
+// no connection keeps a worker from the others, and none is passed from
+// worker to worker for nothing, which would wake a sleeping one.
+// ExampleReadyQueue is that loop. A connection that closes leaves the
+// queue (Close is how a worker drops one; Remove stops watching it
+// without closing it).
 //
 // Add after a read costs no system call when the read came back short or
 // found nothing (on a stream socket: it took all there was): the queue

@@ -14,7 +14,8 @@ import (
 )
 
 // maxReads bounds the reads a worker makes of one conn before it hands
-// it back: a conn that never runs dry would otherwise hold its worker.
+// it back when others wait: a conn that never runs dry would otherwise
+// hold its worker from them.
 const maxReads = 16
 
 type rqServer struct {
@@ -53,9 +54,10 @@ func (s *rqServer) Close() error {
 // parking (ReadContext with a context already done), write the bytes
 // back with q.Write (which never parks either: what the socket does not
 // take waits in the queue, and a Next sends it), read again while reads
-// fill the buffer (maxReads at most), and hand the conn back with Add; at
-// io.EOF or an error they close it once its output is sent. This one function is the server: a faster API replaces
-// it here.
+// fill the buffer (past maxReads only while no other report and none of
+// the conn's output waits), and hand the conn back with Add; at io.EOF or
+// an error they close it once its output is sent. This one function is
+// the server: a faster API replaces it here.
 func startReadyQueue(workers, readBuf int) (server, error) {
 	var lc gatenet.ListenConfig
 	lc.SetMultipathTCP(false) // plain TCP, like gnet's listener and nbio's here
@@ -104,7 +106,7 @@ func startReadyQueue(workers, readBuf int) (server, error) {
 					return // the queue closed
 				}
 				c := p.(gatenet.ContextIO)
-				for range maxReads { // read while reads fill the buffer: more may be there
+				for reads := 1; ; reads++ { // read while reads fill the buffer: more may be there
 					var n int
 					n, err = c.ReadContext(noWait, buf)
 					if n > 0 {
@@ -115,6 +117,9 @@ func startReadyQueue(workers, readBuf int) (server, error) {
 					}
 					if err != nil || n < len(buf) {
 						break
+					}
+					if reads >= maxReads && (s.q.Len() > 0 || s.q.Buffered(p) > 0) {
+						break // others wait, or the client lags: hand it back
 					}
 				}
 				switch {
