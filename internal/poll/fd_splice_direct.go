@@ -4,6 +4,7 @@ package poll
 
 import (
 	"context"
+	"io"
 
 	"golang.org/x/sys/unix"
 
@@ -17,12 +18,15 @@ import (
 // into a pooled pipe first would strand up to maxSpliceChunk.
 //
 // One splice call needs both ends ready: data in src and room in dst.
-// Each step takes dst's write lock, then src's read lock if it is free
-// (dst first, as os's copy_file_range does: a closed destination fails
-// before the source is touched); if another reader holds src's, the step
-// lets go of dst's, waits for src's alone and begins again, so that it
-// never waits for one lock holding the other (dst's Close would wait on
-// src's reader). Then it prepares both and splices. EAGAIN does not say which end
+// Each step takes dst's write lock, then src's read lock if it is free;
+// if another reader holds src's, the step lets go of dst's, waits for
+// src's alone and begins again, so that it never waits for one lock
+// holding the other (dst's Close would wait on src's reader). Then it
+// prepares both and splices. A dst that fails its lock or its Prepare
+// (closed, past its deadline) ends the copy only once src has bytes for
+// it (sourceFirst): net's and os's copies read the source before they
+// write, so at src's end such a copy is done with no error, and while
+// src is idle it waits for src. EAGAIN does not say which end
 // was not ready, so poll(2) looks (src first); the step then lets go of
 // the ready end's lock and waits on the other's gate under its own lock,
 // as a Read or a Write parked there would. An edge that came after the
@@ -59,7 +63,7 @@ func spliceDirect(dst, src *FD, remain int64) (written int64, err error, handled
 // waits for that end and reports again. srcErr says an error is src's.
 func spliceStep(dst, src *FD, max int) (n int, again bool, err error, srcErr bool) {
 	if err := dst.writeLock(); err != nil {
-		return 0, false, err, false
+		return sourceFirst(src, err, false)
 	}
 	if err := src.readLockContext(tryNow); err != nil {
 		// src's lock is another reader's: wait for it holding nothing of
@@ -84,7 +88,9 @@ func spliceStep(dst, src *FD, max int) (n int, again bool, err error, srcErr boo
 		}
 	}()
 	if err := dst.Prepare(pollfd.ModeWrite); err != nil {
-		return 0, false, err, false
+		dst.writeUnlock()
+		dstLocked, srcLocked = false, false // sourceFirst lets go of src's
+		return sourceFirst(src, err, true)
 	}
 	if err := src.Prepare(pollfd.ModeRead); err != nil {
 		return 0, false, err, true
@@ -129,6 +135,89 @@ func spliceStep(dst, src *FD, max int) (n int, again bool, err error, srcErr boo
 		}
 		// Both ready by now: splice again.
 	}
+}
+
+// sourceFirst is spliceStep's answer when dst failed (dstErr: closed, or
+// past its deadline) before a byte moved: the one net's and os's copies
+// give, which read the source before they write. src's own error comes
+// first; at src's end the copy is done, with no error; while src has
+// nothing yet, the step waits for it (its deadline and Close end that
+// wait) and reports again; only when src has bytes does dstErr end the
+// copy, and those bytes stay in src, where os's and net's copies would
+// have read them into a buffer or a pipe and lost them. held says the
+// caller holds src's read lock, which sourceFirst lets go of.
+func sourceFirst(src *FD, dstErr error, held bool) (n int, again bool, err error, srcErr bool) {
+	if !held {
+		if err := src.readLock(); err != nil {
+			return 0, false, err, true
+		}
+	}
+	defer src.readUnlock()
+	if err := src.Prepare(pollfd.ModeRead); err != nil {
+		return 0, false, err, true
+	}
+	has, err := peekSource(src.Sysfd)
+	switch {
+	case err != nil:
+		return 0, false, err, true
+	case has == sourceAtEnd:
+		return 0, false, nil, false
+	case has == sourceIdle && src.Pollable():
+		if err := src.Wait(pollfd.ModeRead); err != nil {
+			return 0, false, err, true
+		}
+		return 0, true, nil, false
+	}
+	return 0, false, dstErr, false
+}
+
+// What a read of a copy's source would find now (peekSource).
+const (
+	sourceHasData = iota // bytes, or a kind of file peekSource cannot look into
+	sourceIdle           // nothing yet: the read would wait
+	sourceAtEnd          // end of stream
+)
+
+// peekSource says what a read of fd would find, taking nothing from it:
+// for a pipe, poll(2) and FIONREAD (TIOCINQ); for a socket, recv(2) of one byte with
+// MSG_PEEK, which also returns a pending error (taking it, as the read
+// would); for a regular file, its offset against its size.
+func peekSource(fd int) (int, error) {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		return sourceHasData, nil
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFIFO:
+		readable, err := pollNow(fd, unix.POLLIN)
+		if err != nil || !readable {
+			return sourceIdle, err
+		}
+		if n, err := unix.IoctlGetInt(fd, unix.TIOCINQ); err == nil && n == 0 {
+			return sourceAtEnd, nil // readable and empty: no writer left
+		}
+	case unix.S_IFSOCK:
+		var b [1]byte
+		for {
+			n, _, err := unix.Recvfrom(fd, b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+			switch {
+			case err == unix.EINTR:
+				continue
+			case err == unix.EAGAIN:
+				return sourceIdle, nil
+			case err != nil:
+				return sourceHasData, err
+			case n == 0:
+				return sourceAtEnd, nil
+			}
+			return sourceHasData, nil
+		}
+	case unix.S_IFREG:
+		if off, err := unix.Seek(fd, 0, io.SeekCurrent); err == nil && off >= st.Size {
+			return sourceAtEnd, nil
+		}
+	}
+	return sourceHasData, nil
 }
 
 // owns reports whether err, from a splice of fd (the source) into dst,
