@@ -395,7 +395,11 @@ func (c rawConn) Read(f func(uintptr) bool) error  { return c.fd.RawRead(f) }
 func (c rawConn) Write(f func(uintptr) bool) error { return c.fd.RawWrite(f) }
 
 // ReadFrom copies from r into the File until EOF, as io.ReaderFrom.
-// When both the File and r are pipes or gatenet stream sockets, or r is
+// From another File (gatenet's or os's) it first tries
+// copy_file_range(2) under both Files' locks, as os does: between
+// regular files the kernel copies, and a closed end fails the copy there
+// with the File's "write" *fs.PathError before anything is read. When
+// both the File and r are pipes or gatenet stream sockets, or r is
 // a stream socket (gatenet's or net's) and the File a pipe or a regular
 // file not opened for appending (as os's spliceToFile), the bytes move
 // with splice(2) and never enter user space; between two of gatenet's
@@ -406,6 +410,9 @@ func (c rawConn) Write(f func(uintptr) bool) error { return c.fd.RawWrite(f) }
 func (f *File) ReadFrom(r io.Reader) (int64, error) {
 	if err := f.checkValid("write"); err != nil {
 		return 0, err
+	}
+	if n, err, handled := f.copyFileRangeFrom(r); handled { // from a File, as os's first step
+		return n, err
 	}
 	if n, err, handled := f.spliceFromStdConn(r); handled {
 		return n, err
@@ -448,6 +455,16 @@ func connSource(r io.Reader) bool {
 func (f *File) WriteTo(w io.Writer) (int64, error) {
 	if err := f.checkValid("read"); err != nil {
 		return 0, err
+	}
+	switch d := w.(type) { // into a File: os's copy hands it to the File's ReadFrom
+	case *File:
+		if n, err, handled := d.copyFileRangeFrom(fileWithoutWriteTo{f}); handled {
+			return n, err
+		}
+	case *os.File:
+		if n, err, handled := f.copyFileRangeToOS(d); handled {
+			return n, err
+		}
 	}
 	if u, ok := w.(*UnixConn); ok && spliceEnd(u) != nil && !f.fd.Pollable() {
 		// os's writeTo sends to a Unix stream socket itself; to TCP, the

@@ -157,12 +157,21 @@ func (f *File) sendToStdConn(w io.Writer) (n int64, err error, handled bool) {
 // osFileWithoutReadFrom returns the *os.File inside w if w is os's
 // fileWithoutReadFrom, which (*os.File).ReadFrom hands io.Copy when it
 // cannot splice from the reader itself (a gatenet conn); otherwise nil.
-func osFileWithoutReadFrom(w io.Writer) *os.File {
-	t := reflect.TypeOf(w)
-	if t == nil || t.Kind() != reflect.Struct || t.PkgPath() != "os" || t.Name() != "fileWithoutReadFrom" {
+func osFileWithoutReadFrom(w io.Writer) *os.File { return osFileInside(w, "fileWithoutReadFrom") }
+
+// osFileWithoutWriteTo returns the *os.File inside r if r is os's
+// fileWithoutWriteTo, which (*os.File).WriteTo hands io.Copy when it
+// cannot send to the writer itself (a gatenet File); otherwise nil.
+func osFileWithoutWriteTo(r io.Reader) *os.File { return osFileInside(r, "fileWithoutWriteTo") }
+
+// osFileInside returns the *os.File embedded in x if x is os's type of
+// that name, otherwise nil.
+func osFileInside(x any, typeName string) *os.File {
+	t := reflect.TypeOf(x)
+	if t == nil || t.Kind() != reflect.Struct || t.PkgPath() != "os" || t.Name() != typeName {
 		return nil
 	}
-	field := reflect.ValueOf(w).FieldByName("File")
+	field := reflect.ValueOf(x).FieldByName("File")
 	if !field.IsValid() || !field.CanInterface() {
 		return nil
 	}
