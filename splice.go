@@ -125,7 +125,12 @@ func spliceToOSFile(f *os.File, src *poll.FD) (n int64, err error, handled bool)
 	}
 	st, serr := f.Stat()
 	if serr != nil {
-		return 0, nil, false
+		if !errors.Is(serr, os.ErrClosed) {
+			return 0, nil, false
+		}
+		// os's splice reads src first: done at its end, else f's error.
+		atEnd, err := src.AwaitSource()
+		return 0, intoClosedFile(f.Name(), atEnd, err), true
 	}
 	rc, serr := f.SyscallConn()
 	if serr != nil {
@@ -148,6 +153,21 @@ func spliceToOSFile(f *os.File, src *poll.FD) (n int64, err error, handled bool)
 		return n, nil, true
 	}
 	return n, &fs.PathError{Op: "write", Path: f.Name(), Err: wrapSyscallError("splice", err)}, true
+}
+
+// intoClosedFile is the error of os's splice from a stream socket into
+// the file name, closed already, once it looked at the socket (os's reads
+// the socket first): the socket's own error srcErr, nil at its end
+// (atEnd), else the closed file's. The error is the file's "write"
+// *fs.PathError, as os's.
+func intoClosedFile(name string, atEnd bool, srcErr error) error {
+	switch {
+	case srcErr != nil:
+		return &fs.PathError{Op: "write", Path: name, Err: wrapSyscallError("splice", srcErr)}
+	case atEnd:
+		return nil
+	}
+	return &fs.PathError{Op: "write", Path: name, Err: os.ErrClosed}
 }
 
 // spliceToRaw splices src into what is behind rc: an *os.File's regular
@@ -222,7 +242,19 @@ func (f *File) spliceFromStdConn(r io.Reader) (n int64, err error, handled bool)
 	}
 	st, serr := f.Stat()
 	if serr != nil {
-		return 0, nil, false
+		if !errors.Is(serr, os.ErrClosed) {
+			return 0, nil, false
+		}
+		// os's splice reads r first: done at its end, else f's error.
+		var state poll.SourceState
+		var perr error
+		if rerr := rc.Read(func(fd uintptr) bool {
+			state, perr = poll.PeekSource(int(fd))
+			return perr != nil || state != poll.SourceIdle
+		}); rerr != nil {
+			perr = unwrapRawError(rerr)
+		}
+		return 0, intoClosedFile(f.name, state == poll.SourceAtEnd, perr), true
 	}
 	pipe := st.Mode()&fs.ModeNamedPipe != 0
 	if !pipe && !st.Mode().IsRegular() {

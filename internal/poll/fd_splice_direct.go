@@ -4,7 +4,6 @@ package poll
 
 import (
 	"context"
-	"io"
 
 	"golang.org/x/sys/unix"
 
@@ -135,89 +134,6 @@ func spliceStep(dst, src *FD, max int) (n int, again bool, err error, srcErr boo
 		}
 		// Both ready by now: splice again.
 	}
-}
-
-// sourceFirst is spliceStep's answer when dst failed (dstErr: closed, or
-// past its deadline) before a byte moved: the one net's and os's copies
-// give, which read the source before they write. src's own error comes
-// first; at src's end the copy is done, with no error; while src has
-// nothing yet, the step waits for it (its deadline and Close end that
-// wait) and reports again; only when src has bytes does dstErr end the
-// copy, and those bytes stay in src, where os's and net's copies would
-// have read them into a buffer or a pipe and lost them. held says the
-// caller holds src's read lock, which sourceFirst lets go of.
-func sourceFirst(src *FD, dstErr error, held bool) (n int, again bool, err error, srcErr bool) {
-	if !held {
-		if err := src.readLock(); err != nil {
-			return 0, false, err, true
-		}
-	}
-	defer src.readUnlock()
-	if err := src.Prepare(pollfd.ModeRead); err != nil {
-		return 0, false, err, true
-	}
-	has, err := peekSource(src.Sysfd)
-	switch {
-	case err != nil:
-		return 0, false, err, true
-	case has == sourceAtEnd:
-		return 0, false, nil, false
-	case has == sourceIdle && src.Pollable():
-		if err := src.Wait(pollfd.ModeRead); err != nil {
-			return 0, false, err, true
-		}
-		return 0, true, nil, false
-	}
-	return 0, false, dstErr, false
-}
-
-// What a read of a copy's source would find now (peekSource).
-const (
-	sourceHasData = iota // bytes, or a kind of file peekSource cannot look into
-	sourceIdle           // nothing yet: the read would wait
-	sourceAtEnd          // end of stream
-)
-
-// peekSource says what a read of fd would find, taking nothing from it:
-// for a pipe, poll(2) and FIONREAD (TIOCINQ); for a socket, recv(2) of one byte with
-// MSG_PEEK, which also returns a pending error (taking it, as the read
-// would); for a regular file, its offset against its size.
-func peekSource(fd int) (int, error) {
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil {
-		return sourceHasData, nil
-	}
-	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFIFO:
-		readable, err := pollNow(fd, unix.POLLIN)
-		if err != nil || !readable {
-			return sourceIdle, err
-		}
-		if n, err := unix.IoctlGetInt(fd, unix.TIOCINQ); err == nil && n == 0 {
-			return sourceAtEnd, nil // readable and empty: no writer left
-		}
-	case unix.S_IFSOCK:
-		var b [1]byte
-		for {
-			n, _, err := unix.Recvfrom(fd, b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
-			switch {
-			case err == unix.EINTR:
-				continue
-			case err == unix.EAGAIN:
-				return sourceIdle, nil
-			case err != nil:
-				return sourceHasData, err
-			case n == 0:
-				return sourceAtEnd, nil
-			}
-			return sourceHasData, nil
-		}
-	case unix.S_IFREG:
-		if off, err := unix.Seek(fd, 0, io.SeekCurrent); err == nil && off >= st.Size {
-			return sourceAtEnd, nil
-		}
-	}
-	return sourceHasData, nil
 }
 
 // owns reports whether err, from a splice of fd (the source) into dst,
