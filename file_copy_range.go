@@ -28,8 +28,6 @@ import (
 // either package. handled false: r is no File, f appends (os makes no
 // zero-copy into such a file), or the kernel refused the pair or moved
 // nothing; the copy then goes on another way.
-//
-//lint:ignore ST1008 poll.CopyFileRange's order
 func (f *File) copyFileRangeFrom(r io.Reader) (written int64, err error, handled bool) {
 	if f.appendMode {
 		return 0, nil, false
@@ -39,8 +37,6 @@ func (f *File) copyFileRangeFrom(r io.Reader) (written int64, err error, handled
 
 // copyFileRangeToOS is os's first step of w.ReadFrom(f), for the copy
 // f.WriteTo(w) hands w: os's own takes that step only from its own Files.
-//
-//lint:ignore ST1008 poll.CopyFileRange's order
 func (f *File) copyFileRangeToOS(w *os.File) (written int64, err error, handled bool) {
 	if osAppends(w) {
 		return 0, nil, false
@@ -66,8 +62,6 @@ func osAppends(w *os.File) bool {
 // *io.LimitedReader, whose N it updates), into the destination dst locks,
 // named name, with poll.CopyFileRange; its errors are the destination's
 // "write" *fs.PathError, as os's.
-//
-//lint:ignore ST1008 poll.CopyFileRange's order
 func copyFileRange(dst poll.Locked, r io.Reader, name string) (written int64, err error, handled bool) {
 	remain := int64(math.MaxInt64)
 	lr, limited := r.(*io.LimitedReader)

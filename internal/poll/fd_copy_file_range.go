@@ -57,8 +57,6 @@ type Locked func(do func(sysfd int)) error
 // but two regular files: EINVAL; another file system: EXDEV; …) or moved
 // nothing at all (at the source's end, or on a file system where the call
 // does nothing): the copy then goes on another way.
-//
-//lint:ignore ST1008 internal/poll's order: (written, err, handled)
 func CopyFileRange(dst, src Locked, remain int64) (written int64, err error, handled bool) {
 	if !copyFileRangeWorks() {
 		return 0, nil, false
