@@ -26,10 +26,11 @@ import (
 
 // copyFileRangeFrom is os's first step of f.ReadFrom(r), for r a File of
 // either package. handled false: r is no File, f appends (os makes no
-// zero-copy into such a file), or the kernel refused the pair or moved
-// nothing; the copy then goes on another way.
+// zero-copy into such a file), a gatenet end has faults attached or is
+// watched, or the kernel refused the pair or moved nothing; the copy then
+// goes on another way.
 func (f *File) copyFileRangeFrom(r io.Reader) (written int64, err error, handled bool) {
-	if f.appendMode {
+	if f.appendMode || f.fd.CopyRefused() { // faults see every byte: no copy in the kernel
 		return 0, nil, false
 	}
 	return copyFileRange(f.fd.WriteLocked, r, f.name)
@@ -74,11 +75,13 @@ func copyFileRange(dst poll.Locked, r io.Reader, name string) (written int64, er
 	var src poll.Locked
 	switch v := r.(type) {
 	case *File:
-		if v != nil {
+		if v != nil && !v.fd.CopyRefused() {
 			src = v.fd.ReadLockedNow
 		}
 	case fileWithoutWriteTo:
-		src = v.f.fd.ReadLockedNow
+		if !v.f.fd.CopyRefused() {
+			src = v.f.fd.ReadLockedNow
+		}
 	case *os.File:
 		if v != nil {
 			src = osLocked(v, true)
