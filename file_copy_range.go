@@ -27,13 +27,13 @@ import (
 // copyFileRangeFrom is os's first step of f.ReadFrom(r), for r a File of
 // either package. handled false: r is no File, f appends (os makes no
 // zero-copy into such a file), a gatenet end has faults attached or is
-// watched, or the kernel refused the pair or moved nothing; the copy then
-// goes on another way.
+// watched, a lock was busy, or the kernel refused the pair or moved
+// nothing; the copy then goes on another way.
 func (f *File) copyFileRangeFrom(r io.Reader) (written int64, err error, handled bool) {
 	if f.appendMode || f.fd.CopyRefused() { // faults see every byte: no copy in the kernel
 		return 0, nil, false
 	}
-	return copyFileRange(f.fd.WriteLocked, r, f.name)
+	return copyFileRange(f.fd.WriteLocked, f.fd.WriteLockedNow, r, f.name)
 }
 
 // copyFileRangeToOS is os's first step of w.ReadFrom(f), for the copy
@@ -42,7 +42,7 @@ func (f *File) copyFileRangeToOS(w *os.File) (written int64, err error, handled 
 	if osAppends(w) {
 		return 0, nil, false
 	}
-	return copyFileRange(osLocked(w, false), fileWithoutWriteTo{f}, w.Name())
+	return copyFileRange(osLocked(w, false), nil, fileWithoutWriteTo{f}, w.Name())
 }
 
 // osAppends reports whether w's descriptor is in append mode, into which
@@ -60,10 +60,14 @@ func osAppends(w *os.File) bool {
 }
 
 // copyFileRange copies from r, if it is a File (or one inside an
-// *io.LimitedReader, whose N it updates), into the destination dst locks,
-// named name, with poll.CopyFileRange; its errors are the destination's
-// "write" *fs.PathError, as os's.
-func copyFileRange(dst poll.Locked, r io.Reader, name string) (written int64, err error, handled bool) {
+// *io.LimitedReader, whose N it updates), into the destination named
+// name, with poll.CopyFileRange; its errors are the destination's "write"
+// *fs.PathError, as os's. dst takes the destination's lock, waiting for
+// it; dstNow, only if it is free (nil: the destination is an *os.File,
+// and r must be gatenet's). The lock that cannot be taken only if free,
+// an *os.File's, is taken first, so that the copy never waits for one
+// lock holding the other.
+func copyFileRange(dst, dstNow poll.Locked, r io.Reader, name string) (written int64, err error, handled bool) {
 	remain := int64(math.MaxInt64)
 	lr, limited := r.(*io.LimitedReader)
 	if limited {
@@ -72,29 +76,31 @@ func copyFileRange(dst poll.Locked, r io.Reader, name string) (written int64, er
 			return 0, nil, true
 		}
 	}
-	var src poll.Locked
+	var srcFD *poll.FD
+	var srcOS *os.File
 	switch v := r.(type) {
 	case *File:
-		if v != nil && !v.fd.CopyRefused() {
-			src = v.fd.ReadLockedNow
+		if v != nil {
+			srcFD = v.fd
 		}
 	case fileWithoutWriteTo:
-		if !v.f.fd.CopyRefused() {
-			src = v.f.fd.ReadLockedNow
-		}
+		srcFD = v.f.fd
 	case *os.File:
-		if v != nil {
-			src = osLocked(v, true)
-		}
+		srcOS = v
 	default:
-		if of := osFileWithoutWriteTo(r); of != nil {
-			src = osLocked(of, true)
-		}
+		srcOS = osFileWithoutWriteTo(r)
 	}
-	if src == nil {
+	var src poll.Locked
+	srcFirst := false
+	switch {
+	case srcFD != nil && !srcFD.CopyRefused():
+		src = srcFD.ReadLockedNow
+	case srcOS != nil && dstNow != nil:
+		src, dst, srcFirst = osLocked(srcOS, true), dstNow, true
+	default:
 		return 0, nil, false
 	}
-	written, err, handled = poll.CopyFileRange(dst, src, remain)
+	written, err, handled = poll.CopyFileRange(dst, src, srcFirst, remain)
 	if limited {
 		lr.N -= written
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -155,4 +156,39 @@ func TestFileCopyRegularFiles(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestFileCopyNeverWaitsHoldingALock: a copy from an *os.File whose lock
+// another reader holds waits for that lock holding nothing of the gatenet
+// File's, so the File's Close does not wait for the os reader.
+func TestFileCopyNeverWaitsHoldingALock(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	or, ow, err := os.Pipe()
+	require.NoError(t, err)
+	defer or.Close()
+	defer ow.Close()
+	gr, gw, err := gatenet.Pipe()
+	require.NoError(t, err)
+	defer gr.Close()
+	read := make(chan error, 1)
+	go func() { // holds or's read lock until ow writes
+		_, err := or.Read(make([]byte, 1))
+		read <- err
+	}()
+	copied := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(gw, or)
+		copied <- err
+	}()
+	require.Eventually(t, func() bool { // the copy waits for or's lock
+		buf := make([]byte, 1<<20)
+		stacks := buf[:runtime.Stack(buf, true)]
+		return bytes.Contains(stacks, []byte("osLocked.func")) && bytes.Contains(stacks, []byte("fdMutex).rwlock"))
+	}, time.Minute, time.Millisecond)
+	require.NoError(t, gw.Close()) // returns: the copy holds nothing of gw's
+	_, err = ow.Write([]byte("xy"))
+	require.NoError(t, err)
+	require.NoError(t, <-read)
+	require.ErrorIs(t, <-copied, os.ErrClosed)
 }

@@ -49,20 +49,24 @@ var copyFileRangeWorks = sync.OnceValue(func() bool {
 type Locked func(do func(sysfd int)) error
 
 // CopyFileRange copies up to remain bytes from src to dst with
-// copy_file_range(2), in rounds under both ends' locks, dst's taken
-// first, as os's (*os.File).ReadFrom does before any other way. A lock's
-// error ends the copy, handled, before a byte moves: the caller reports
-// it as the destination's, as os does whichever end is closed. handled is
-// false when the kernel refused the pair before a byte moved (anything
-// but two regular files: EINVAL; another file system: EXDEV; …) or moved
-// nothing at all (at the source's end, or on a file system where the call
-// does nothing): the copy then goes on another way.
-func CopyFileRange(dst, src Locked, remain int64) (written int64, err error, handled bool) {
+// copy_file_range(2), in rounds under both ends' locks, as os's
+// (*os.File).ReadFrom does before any other way. os takes dst's lock
+// first; so does CopyFileRange, unless srcFirst: the caller orders the
+// locks so that the one it cannot take only if free (an *os.File's) is
+// taken first, and gatenet's rule holds, that a copy never waits for one
+// lock holding the other. A lock's error ends the copy, handled, before a
+// byte moves: the caller reports it as the destination's, as os does
+// whichever end is closed. handled is false when a lock is busy
+// (errLockBusy), when the kernel refused the pair before a byte moved
+// (anything but two regular files: EINVAL; another file system: EXDEV;
+// …), or when nothing moved at all (at the source's end, or on a file
+// system where the call does nothing): the copy then goes on another way.
+func CopyFileRange(dst, src Locked, srcFirst bool, remain int64) (written int64, err error, handled bool) {
 	if !copyFileRangeWorks() {
 		return 0, nil, false
 	}
 	for remain > 0 {
-		n, e := copyFileRangeRound(dst, src, int(min(remain, maxCopyFileRangeRound)))
+		n, e := copyFileRangeRound(dst, src, srcFirst, int(min(remain, maxCopyFileRangeRound)))
 		if n > 0 {
 			remain -= n
 			written += n
@@ -77,9 +81,18 @@ func CopyFileRange(dst, src Locked, remain int64) (written int64, err error, han
 
 // copyFileRangeRound is one copy_file_range(2) of up to max bytes from
 // and to the ends' current offsets, which is why it holds both locks.
-func copyFileRangeRound(dst, src Locked, max int) (n int64, err error) {
-	lerr := dst(func(dstfd int) {
-		lerr := src(func(srcfd int) {
+func copyFileRangeRound(dst, src Locked, srcFirst bool, max int) (n int64, err error) {
+	var srcfd, dstfd int
+	outer, inner := dst, src
+	outerFd, innerFd := &dstfd, &srcfd
+	if srcFirst {
+		outer, inner = src, dst
+		outerFd, innerFd = &srcfd, &dstfd
+	}
+	lerr := outer(func(fd int) {
+		*outerFd = fd
+		lerr := inner(func(fd int) {
+			*innerFd = fd
 			for {
 				m, e := unix.CopyFileRange(srcfd, nil, dstfd, nil, max, 0)
 				if e == unix.EINTR {
@@ -116,35 +129,49 @@ func copyFileRangeHandled(err error, copied, written int64) (bool, error) {
 	return true, err
 }
 
-// errLockBusy is a source's Locked's error when another reader holds its
+// errLockBusy is a Locked's error when another goroutine holds that
 // lock: CopyFileRange takes it as a refusal, and the copy goes on another
-// way, which waits for the lock holding nothing of the destination's.
-var errLockBusy = errors.New("lock held by another reader")
+// way, which waits for the lock holding nothing of the other end's.
+var errLockBusy = errors.New("lock held by another goroutine")
 
 // ReadLockedNow runs do with fd's descriptor under its read lock if that
 // is free (errLockBusy if another reader holds it): a source's Locked for
-// CopyFileRange, which holds the destination's lock meanwhile and must
-// not wait for this one (the destination's Close would wait on this
-// descriptor's reader).
+// CopyFileRange, taken while the other end's lock is held.
 func (fd *FD) ReadLockedNow(do func(sysfd int)) error {
-	if err := fd.readLockContext(tryNow); err != nil {
-		if err == tryNow.Err() {
-			return errLockBusy
-		}
-		return err
-	}
-	defer fd.readUnlock()
-	do(fd.Sysfd)
-	return nil
+	return fd.lockedNow(true, do)
 }
 
-// WriteLocked runs do with fd's descriptor under its write lock: a
-// destination's Locked for CopyFileRange.
+// WriteLocked runs do with fd's descriptor under its write lock, waiting
+// for it: a destination's Locked for CopyFileRange, taken first.
 func (fd *FD) WriteLocked(do func(sysfd int)) error {
 	if err := fd.writeLock(); err != nil {
 		return err
 	}
 	defer fd.writeUnlock()
+	do(fd.Sysfd)
+	return nil
+}
+
+// WriteLockedNow is WriteLocked if fd's write lock is free (errLockBusy if
+// another writer holds it): a destination's Locked taken while the other
+// end's lock is held.
+func (fd *FD) WriteLockedNow(do func(sysfd int)) error {
+	return fd.lockedNow(false, do)
+}
+
+// lockedNow runs do under fd's read or write lock if it is free.
+func (fd *FD) lockedNow(read bool, do func(sysfd int)) error {
+	if err := fd.lockContext(tryNow, read); err != nil {
+		if err == tryNow.Err() {
+			return errLockBusy
+		}
+		return err
+	}
+	if read {
+		defer fd.readUnlock()
+	} else {
+		defer fd.writeUnlock()
+	}
 	do(fd.Sysfd)
 	return nil
 }
