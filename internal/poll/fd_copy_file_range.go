@@ -44,8 +44,10 @@ var copyFileRangeWorks = sync.OnceValue(func() bool {
 })
 
 // Locked runs its argument with one end's descriptor under that end's
-// lock, or returns the lock's error (ErrFileClosing for a closed end):
-// FD.ReadLocked, FD.WriteLocked, or an *os.File's through its RawConn.
+// lock, or returns the lock's error (ErrFileClosing for a closed end,
+// errLockBusy from a lock taken only if free): FD.WriteLocked,
+// FD.ReadLockedNow, FD.WriteLockedNow, or an *os.File's through its
+// RawConn.
 type Locked func(do func(sysfd int)) error
 
 // CopyFileRange copies up to remain bytes from src to dst with
