@@ -8,10 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"sync/atomic"
 	"weak"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gatenet/gatenet/internal/bubble"
 	"github.com/gatenet/gatenet/pollfd"
 )
 
@@ -128,7 +130,10 @@ func takeOver(end io.Closer, name string) (*File, error) {
 // goroutine closes that as Start ends, as os/exec closes exe.
 //
 // The goroutine lives until Start ends; for a cmd never started, until a
-// cleanup wakes it (a deadline on exe) once cmd is collected.
+// cleanup wakes it (a deadline on exe) once cmd is collected. In a
+// synctest bubble it runs outside the bubble (bubble.GoOutside): its wait
+// on the kernel is never durable, and the bubble's clock would stand
+// still while it lasts.
 func watchStart[S any](cmd *exec.Cmd, stream *S, f *File) error {
 	exe, ok := any(*stream).(*os.File)
 	if !ok {
@@ -160,24 +165,32 @@ func watchStart[S any](cmd *exec.Cmd, stream *S, f *File) error {
 	never := func(uintptr) bool { return false }
 	cleanup := runtime.AddCleanup(cmd, func(exe *os.File) { exe.SetDeadline(aLongTimeAgo) }, exe)
 	weakCmd := weak.Make(cmd)
-	holding := make(chan struct{})
-	go func() {
+	var holding atomic.Bool
+	watch := func() {
 		defer cleanup.Stop()
-		held := false
 		rc.Control(func(uintptr) {
-			held = true
-			close(holding)
+			holding.Store(true)
 			wait(never) // returns when Start has closed exe, or cmd is gone
 			child.Close()
 			if cmd := weakCmd.Value(); cmd != nil && cmd.Process == nil {
 				f.Close()
 			}
 		})
-		if !held { // exe closed already: Start cannot be waited for
-			close(holding)
+		if !holding.Load() { // exe closed already: Start cannot be waited for
 			child.Close()
+			holding.Store(true)
 		}
-	}()
-	<-holding
+	}
+	if !bubble.In() {
+		go watch()
+	} else {
+		// A goroutine of the bubble waiting on exe, which only the
+		// kernel wakes, would stop the bubble's clock until Start, and
+		// keep the bubble from ending if Start never comes.
+		bubble.GoOutside(watch)
+	}
+	for !holding.Load() {
+		runtime.Gosched()
+	}
 	return nil
 }

@@ -60,6 +60,7 @@ func TestSynctestEdges(t *testing.T) {
 		"TestSynctestChildDialCancelOutside",
 		"TestSynctestChildPlainContext",
 		"TestSynctestChildFaultDelays",
+		"TestSynctestChildProcessPipes", // pipe_exec_synctest_test.go
 	} {
 		t.Run(name, func(t *testing.T) {
 			out := testutil.RunChild(t, name, synctestChildEnv)

@@ -109,6 +109,8 @@ import (
 
 	"github.com/gatenet/gatenet/internal/pollhook"
 	"github.com/gatenet/gatenet/internal/realclock"
+
+	"github.com/gatenet/gatenet/internal/bubble"
 )
 
 func init() {
@@ -122,18 +124,6 @@ func init() {
 	pollhook.WakeDurable = (*Desc).wakeListener
 }
 
-// inBubble reports whether the calling goroutine is in a synctest bubble:
-// there, and only there, time.Now carries no monotonic clock reading (the
-// runtime's fake clock has none), and Round(0), which strips it, changes
-// nothing.
-func inBubble() bool {
-	return isBubbleTime(time.Now())
-}
-
-// isBubbleTime reports whether now, a time.Now result, came from a bubble's
-// clock.
-func isBubbleTime(now time.Time) bool { return now == now.Round(0) }
-
 // currentBubble returns the id of the calling goroutine's bubble, or 0
 // outside every bubble. The runtime tells a goroutine's bubble only in the
 // header of its stack trace ("goroutine 7 [running, synctest bubble 3]"),
@@ -144,7 +134,7 @@ func isBubbleTime(now time.Time) bool { return now == now.Round(0) }
 // changed the format) gives 0: nothing is durable, as over net
 // (TestCurrentBubble pins the format).
 func currentBubble() uint64 {
-	if !inBubble() {
+	if !bubble.In() {
 		return 0
 	}
 	var buf [96]byte
@@ -393,7 +383,7 @@ func (d *Desc) handedOut() {
 //go:noinline
 func (d *Desc) durableLocked(mode Mode, g *gate) (ready bool) {
 	g.durable = false
-	if !inBubble() {
+	if !bubble.In() {
 		return false
 	}
 	mine := d.bubbleOf()
@@ -485,21 +475,6 @@ func hasUnread(p *Desc) bool {
 	return err == nil && n > 0 && !p.is(descClosing)
 }
 
-// goOutsideBubble runs f on a new goroutine outside every bubble: what a
-// drain loop started by a goroutine of a bubble needs, since the bubble
-// would never idle with the loop in it, blocked on the kernel, and the
-// loop would not be allowed to wake its parks anyway. A goroutine inherits
-// its creator's bubble, so the goroutine is started by the runtime's
-// cleanup goroutine, which is in none: f is handed to a cleanup of an
-// object made unreachable here, and a garbage collection queues it. The
-// loop therefore starts shortly after, not before this returns; until it
-// runs, edges wait in the epoll set, where it finds them.
-func goOutsideBubble(f func()) {
-	hand := &struct{ f func() }{f} // holds a pointer: not in a tiny block, which may never be collected alone
-	runtime.AddCleanup(hand, func(f func()) { go f() }, f)
-	runtime.GC() // hand is dead from here on
-}
-
 // realClockSlotLocked returns a park slot of the park's own whose read
 // deadline is g's deadline, on the real clock, for a park that is not
 // durable while the deadline was set in a bubble, on its fake clock: the
@@ -535,7 +510,7 @@ func (d *Desc) realClockSlotLocked(g *gate) *parkSlot {
 // what the real clock has left of the deadline's span (realDeadline), as
 // the bubble's own clock cannot be read from there.
 func fakeDeadlineLeft(gt *gateTimer) time.Duration {
-	if inBubble() && currentBubble() == gt.bubble {
+	if bubble.In() && currentBubble() == gt.bubble {
 		return time.Duration(gt.deadline - nanotime())
 	}
 	return time.Duration(gt.realDeadline - realclock.Nanotime())
@@ -553,10 +528,10 @@ func (d *Desc) realClockCtxSlotLocked(g *gate, ctx context.Context) *parkSlot {
 		return nil
 	}
 	t, ok := ctx.Deadline()
-	ctxFake := ok && isBubbleTime(t) // no monotonic reading: a bubble's clock, or made so
+	ctxFake := ok && bubble.IsFakeTime(t) // no monotonic reading: a bubble's clock, or made so
 	gateFake := g.dl != nil && g.dl.fake && g.dl.deadline != 0
 	switch {
-	case !ctxFake && !gateFake, !inBubble():
+	case !ctxFake && !gateFake, !bubble.In():
 		return nil
 	case !ctxFake:
 		return d.realClockSlotLocked(g)
@@ -589,12 +564,12 @@ func (d *Desc) realDeadlineLocked(g *gate, s *parkSlot) {
 }
 
 // madeOutsideBubble returns what make returns, made on a goroutine outside
-// every bubble (goOutsideBubble): a channel made so belongs to no bubble,
+// every bubble (bubble.GoOutside): a channel made so belongs to no bubble,
 // and goroutines outside it, the drain loop's, may use it. The caller
 // yields until it is made.
 func madeOutsideBubble[T any](make func() T) T {
 	var made atomic.Pointer[T]
-	goOutsideBubble(func() {
+	bubble.GoOutside(func() {
 		v := make()
 		made.Store(&v)
 	})

@@ -54,6 +54,8 @@ package pollfd
 import (
 	"context"
 	"math"
+
+	"github.com/gatenet/gatenet/internal/bubble"
 )
 
 // ctxGate is a gate's context registration. 32 bytes: an idle server
@@ -131,7 +133,7 @@ func (d *Desc) registerLocked(ctx context.Context, g *gate, cg *ctxGate, done <-
 		cg.stop()
 	}
 	cg.done, cg.stop = done, nil
-	cg.bubble = inBubble()
+	cg.bubble = bubble.In()
 	// context.AfterFunc runs deep (the parent's children map may grow): on
 	// the waiter's stack it would double a parked goroutine's stack to
 	// 4 KiB for good. So it runs on a short-lived goroutine of its own,

@@ -49,6 +49,8 @@ import (
 	"time"
 
 	"github.com/gatenet/gatenet/internal/realclock"
+
+	"github.com/gatenet/gatenet/internal/bubble"
 )
 
 // gateTimer is a gate's deadline timer and its generation. Guarded by the
@@ -118,10 +120,10 @@ func (d *Desc) SetDeadline(t time.Time, mode Mode) error {
 		}
 	}
 	now := int64(wall.Sub(clockBase))
-	fake := isBubbleTime(wall)
-	var bubble uint64
+	fake := bubble.IsFakeTime(wall)
+	var bubbleID uint64
 	if fake {
-		bubble = currentBubble()
+		bubbleID = currentBubble()
 	}
 	woke := 0
 	d.mu.Lock()
@@ -130,12 +132,12 @@ func (d *Desc) SetDeadline(t time.Time, mode Mode) error {
 		return ErrClosing
 	}
 	if mode != ModeWrite {
-		if d.setDeadlineLocked(&d.rg, rel, now, fake, bubble) {
+		if d.setDeadlineLocked(&d.rg, rel, now, fake, bubbleID) {
 			woke++
 		}
 	}
 	if mode != ModeRead {
-		if d.setDeadlineLocked(&d.wg, rel, now, fake, bubble) {
+		if d.setDeadlineLocked(&d.wg, rel, now, fake, bubbleID) {
 			woke++
 		}
 	}

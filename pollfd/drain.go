@@ -67,6 +67,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gatenet/gatenet/internal/bubble"
 )
 
 // idleLinger is how long a drain loop outlives the shard's last
@@ -159,8 +161,8 @@ func (l *drainLoop) registered(s *shard) {
 		if s.poller.opts.Strategy == Dedicated {
 			run = l.runDedicated
 		}
-		if inBubble() {
-			goOutsideBubble(func() { run(s) })
+		if bubble.In() {
+			bubble.GoOutside(func() { run(s) })
 		} else {
 			go run(s)
 		}

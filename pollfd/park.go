@@ -59,6 +59,8 @@ package pollfd
 // (sleepOrDone) is a call whose frame only parks that select keep; and the
 // semaphore's park, the usual one, is inline.
 
+import "github.com/gatenet/gatenet/internal/bubble"
+
 // parkLocked parks g's waiter: on slot s if s is not nil (taken from the
 // shard's slots, given back here), in a select on g's wake channel and done
 // if done is not nil, else on g's semaphore. The caller holds mu, and
@@ -102,7 +104,7 @@ func (d *Desc) publishLocked(g *gate, s *parkSlot, done <-chan struct{}) (wake c
 	case done != nil:
 		a := d.altLocked(g)
 		if a.wake == nil {
-			if inBubble() { // not a channel of the bubble: the drain loop sends on it (bubble.go)
+			if bubble.In() { // not a channel of the bubble: the drain loop sends on it (bubble.go)
 				a.wake = madeOutsideBubble(newWake)
 			} else {
 				a.wake = newWake()

@@ -82,6 +82,8 @@ import (
 	"context"
 	"errors"
 	"sync"
+
+	"github.com/gatenet/gatenet/internal/bubble"
 )
 
 // ErrListClosed is returned by Next after Close, and by Watch on a
@@ -130,7 +132,7 @@ type durableSleeper struct {
 
 // NewReadyList returns an empty list.
 func NewReadyList() *ReadyList {
-	if inBubble() {
+	if bubble.In() {
 		return &ReadyList{notify: newNotify(), bubble: currentBubble()}
 	}
 	return &ReadyList{notify: newNotify()}
@@ -142,7 +144,7 @@ func NewReadyList() *ReadyList {
 // durableSema instead.
 func newNotify() chan struct{} {
 	make1 := func() chan struct{} { return make(chan struct{}, 1) }
-	if inBubble() {
+	if bubble.In() {
 		return madeOutsideBubble(make1)
 	}
 	return make1()

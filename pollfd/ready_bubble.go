@@ -12,6 +12,8 @@ package pollfd
 import (
 	"context"
 	"time"
+
+	"github.com/gatenet/gatenet/internal/bubble"
 )
 
 // join and leave keep l.members, for a list made in a bubble: each Desc
@@ -59,10 +61,10 @@ func (l *ReadyList) reparkDurablesLocked() {
 // there, and ctx's deadline, if any, is on a bubble's clock (one on the
 // real clock could pass while the bubble idles). Called with mu held.
 func (l *ReadyList) durableLocked(ctx context.Context) bool {
-	if !durableParks || l.closed || !inBubble() {
+	if !durableParks || l.closed || !bubble.In() {
 		return false
 	}
-	if t, ok := ctx.Deadline(); ok && !isBubbleTime(t) {
+	if t, ok := ctx.Deadline(); ok && !bubble.IsFakeTime(t) {
 		return false
 	}
 	if currentBubble() != l.bubble {
@@ -125,7 +127,7 @@ func (l *ReadyList) withdrawLocked(s *durableSleeper) {
 // (madeOutsideBubble: a garbage collection per wait, in this case only).
 func realClockAfter(ctx context.Context) <-chan time.Time {
 	t, ok := ctx.Deadline()
-	if !ok || !isBubbleTime(t) || !inBubble() {
+	if !ok || !bubble.IsFakeTime(t) || !bubble.In() {
 		return nil
 	}
 	left := time.Until(t)

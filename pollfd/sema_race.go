@@ -2,7 +2,11 @@
 
 package pollfd
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/gatenet/gatenet/internal/bubble"
+)
 
 // The park semaphore of race builds: a sync.Mutex held while there is no
 // token, which the race detector understands (sema_runtime.go says why not
@@ -35,7 +39,7 @@ func (s *parkSema) wake() { s.mu.Unlock() }
 func newPlainSema() (park, wake func()) {
 	newToken := func() chan struct{} { return make(chan struct{}, 1) }
 	var token chan struct{}
-	if inBubble() {
+	if bubble.In() {
 		token = madeOutsideBubble(newToken)
 	} else {
 		token = newToken()
