@@ -214,7 +214,9 @@ func addrString(a net.Addr) string {
 // to 1024 and looping on partial writes, and consumes *v as it goes (on
 // error *v holds what was not written), as net.Buffers' WriteTo does on
 // net's own conns. (net.Buffers.WriteTo reaches writev only for net's
-// types; on any other conn it makes one Write per buffer, so call this.)
+// types; on any other conn it makes one Write per buffer: a datagram per
+// buffer on a message socket, and room for other goroutines' writes
+// between the buffers on a stream. So call this.)
 func (c *conn) WriteBuffers(v *net.Buffers) (int64, error) {
 	if !c.ok() {
 		return 0, syscall.EINVAL

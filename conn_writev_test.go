@@ -5,13 +5,17 @@ package gatenet_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gatenet/gatenet"
 	"github.com/gatenet/gatenet/internal/testutil"
 )
 
@@ -113,4 +117,91 @@ func benchWritev(b *testing.B, s tcpStack) {
 		}
 	}
 	closeAndCheckDrained(b, c, readDone, int64(b.N)*writevBufs*writevSize)
+}
+
+// TestWriteBuffersOneMessage: on a message socket WriteBuffers sends the
+// buffers as one message, as net.Buffers.WriteTo on net's conn does (on a
+// gatenet conn net.Buffers.WriteTo makes a message of each buffer).
+func TestWriteBuffersOneMessage(t *testing.T) {
+	testutil.CheckLeaks(t)
+	testutil.Watchdog(t, 2*time.Minute)
+	type buffersWriter interface {
+		WriteBuffers(*net.Buffers) (int64, error)
+	}
+	messages := func(t *testing.T, r net.Conn) []string {
+		var got []string
+		buf := make([]byte, 64)
+		for {
+			require.NoError(t, r.SetReadDeadline(time.Now().Add(100*time.Millisecond)))
+			n, err := r.Read(buf)
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				return got
+			}
+			require.NoError(t, err)
+			got = append(got, string(buf[:n]))
+		}
+	}
+	dir := t.TempDir()
+	for _, c := range []struct {
+		network string
+		pair    func(t *testing.T, gate bool) (w, r net.Conn)
+	}{
+		{"udp", func(t *testing.T, gate bool) (net.Conn, net.Conn) {
+			r, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+			require.NoError(t, err)
+			dial := net.Dial
+			if gate {
+				dial = gatenet.Dial
+			}
+			w, err := dial("udp", r.LocalAddr().String())
+			require.NoError(t, err)
+			return w, r
+		}},
+		{"unixgram", func(t *testing.T, gate bool) (net.Conn, net.Conn) {
+			path := filepath.Join(dir, fmt.Sprintf("g%v", gate))
+			r, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+			require.NoError(t, err)
+			dial := net.Dial
+			if gate {
+				dial = gatenet.Dial
+			}
+			w, err := dial("unixgram", path)
+			require.NoError(t, err)
+			return w, r
+		}},
+		{"unixpacket", func(t *testing.T, gate bool) (net.Conn, net.Conn) {
+			path := filepath.Join(dir, fmt.Sprintf("p%v", gate))
+			if gate {
+				return testutil.Pair(t, "unixpacket", path)
+			}
+			return testutil.NetPair(t, "unixpacket", path)
+		}},
+	} {
+		t.Run(c.network, func(t *testing.T) {
+			var want []string
+			for _, gate := range []bool{false, true} {
+				w, r := c.pair(t, gate)
+				v := net.Buffers{[]byte("head:"), nil, []byte("body:"), []byte("tail")}
+				var n int64
+				var err error
+				if gate {
+					n, err = w.(buffersWriter).WriteBuffers(&v)
+				} else {
+					n, err = v.WriteTo(w)
+				}
+				require.NoError(t, err)
+				require.EqualValues(t, 14, n)
+				require.Empty(t, v, "consumed")
+				got := messages(t, r)
+				require.NoError(t, w.Close())
+				require.NoError(t, r.Close())
+				if !gate {
+					want = got
+					require.Equal(t, []string{"head:body:tail"}, want, "net's")
+					continue
+				}
+				require.Equal(t, want, got, "gatenet's WriteBuffers against net's Buffers.WriteTo")
+			}
+		})
+	}
 }
