@@ -56,7 +56,10 @@ package pollfd
 // bubble, contexts cancelled in it and Close by its goroutines wake as
 // they always do. A Close or a deadline from outside wakes as ever; a
 // deadline set outside is on the real clock, and wakes a durable waiter
-// to park again as an ordinary one, which that clock's timer can end.
+// to park again as an ordinary one, which that clock's timer can end. An
+// end the program dropped is closed by the collector, whose goroutine is
+// outside every bubble: its wakePeer unpairs, and the peer's waiter parks
+// again as an ordinary one, which the close's edge ends.
 //
 // Unpairing. A descriptor used from outside its bubble — a wait, or a
 // wake of a durable park by a goroutine of another bubble or of none —

@@ -164,7 +164,10 @@ func (fd *FD) init(sysfd int, p *pollfd.Poller, shard int, reg registration) err
 
 // finalize closes a descriptor the program dropped without Close. Nothing
 // can hold a reference to it (a holder would keep it reachable), so no
-// system call on it is in flight.
+// system call on it is in flight. Its end of stream wakes a peer parked
+// durably in a bubble, as destroy's does; the wake comes from outside the
+// bubble (the finalizer's goroutine), so the peer waits on as an ordinary
+// waiter, for the edge the close made.
 func (fd *FD) finalize() {
 	fd.dropFaults()
 	if fd.pd != nil {
@@ -172,6 +175,7 @@ func (fd *FD) finalize() {
 		fd.pd.Close()
 	}
 	unix.Close(fd.Sysfd)
+	fd.wakePeer(pollfd.ModeReadWrite)
 }
 
 // destroy runs when the last reference goes: unregister, then close.
