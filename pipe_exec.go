@@ -181,15 +181,15 @@ func watchStart[S any](cmd *exec.Cmd, stream *S, f *File) error {
 			holding.Store(true)
 		}
 	}
-	if !bubble.In() {
-		go watch()
-	} else {
+	if bubble.In() {
 		// A goroutine of the bubble waiting on exe, which only the
 		// kernel wakes, would stop the bubble's clock until Start, and
 		// keep the bubble from ending if Start never comes.
 		bubble.GoOutside(watch)
+	} else {
+		go watch()
 	}
-	for !holding.Load() {
+	for !holding.Load() { // a channel of the bubble is not for a goroutine outside
 		runtime.Gosched()
 	}
 	return nil
