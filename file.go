@@ -307,6 +307,9 @@ func (f *File) Close() error {
 	if f == nil {
 		return os.ErrInvalid
 	}
+	if f.fd == nil { // a zero File, which no constructor made
+		return syscall.EINVAL // as a zero os.File's Close
+	}
 	if err := f.fd.Close(); err != nil {
 		if err == poll.ErrFileClosing {
 			err = os.ErrClosed

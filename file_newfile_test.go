@@ -421,3 +421,13 @@ func TestFileStdoutBrokenPipe(t *testing.T) {
 		})
 	}
 }
+
+// TestFileZeroValueClose: Close of a zero File, which no constructor
+// made, fails with EINVAL, as a zero os.File's does; it panicked.
+func TestFileZeroValueClose(t *testing.T) {
+	var std os.File
+	var ours gatenet.File
+	want := std.Close()
+	require.ErrorIs(t, want, syscall.EINVAL)
+	require.Equal(t, want, ours.Close())
+}

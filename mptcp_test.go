@@ -307,3 +307,26 @@ func TestMPTCPProxyCopy(t *testing.T) {
 	require.NoError(t, <-proxied)
 	require.Equal(t, sha256.Sum256(payload), sha256.Sum256(got.Bytes()))
 }
+
+// TestMPTCPAfterClose: a closed conn's MultipathTCP answers false, with
+// no error, whatever the socket was (net's answers true: its getsockopt
+// fails on the closed descriptor, which it reads as MPTCP in use; the
+// README lists the difference).
+func TestMPTCPAfterClose(t *testing.T) {
+	testutil.Watchdog(t, 2*time.Minute)
+	for _, mptcp := range []bool{false, true} {
+		var lc gatenet.ListenConfig
+		lc.SetMultipathTCP(mptcp)
+		ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		var d gatenet.Dialer
+		d.SetMultipathTCP(mptcp)
+		c, err := d.Dial("tcp", ln.Addr().String())
+		require.NoError(t, err)
+		require.NoError(t, c.Close())
+		require.NoError(t, ln.Close())
+		used, err := c.(*gatenet.TCPConn).MultipathTCP()
+		require.NoError(t, err)
+		require.False(t, used, "mptcp %v", mptcp)
+	}
+}

@@ -61,9 +61,10 @@ func (c *UDPConn) batchState() *udpBatch {
 // Buffers), NN (control bytes in OOB), Flags (MSG_TRUNC, MSG_CTRUNC) and
 // Addr (a *net.UDPAddr). flags are recvmmsg's (MSG_DONTWAIT: EAGAIN
 // instead of a wait; MSG_PEEK, MSG_TRUNC, MSG_WAITFORONE, MSG_ERRQUEUE
-// as the kernel's, with UDP_GRO on too). Errors are a *net.OpError (Op "read") whose Err is
-// net.ErrClosed, os.ErrDeadlineExceeded or an *os.SyscallError
-// ("recvmmsg").
+// as the kernel's, with UDP_GRO on too). Errors are a *net.OpError (Op
+// "read") whose Err is net.ErrClosed, os.ErrDeadlineExceeded or an
+// *os.SyscallError ("recvmmsg"), with n 0 (x/net's count is -1 there, and
+// its error nests a second "raw-read" OpError).
 //
 // The first ReadBatch turns UDP_GRO on where the kernel has it (Linux
 // 5.0; not with faults attached or in a synctest bubble): the kernel
@@ -160,8 +161,9 @@ func udpSender(family int, old *net.UDPAddr, rsa *unix.RawSockaddrAny) *net.UDPA
 // gathered and its OOB (UDP_SEGMENT for GSO, for one) as control data.
 // As the kernel's, a failure after the first datagram ends the batch
 // short with a nil error. flags are sendmmsg's (MSG_DONTWAIT: EAGAIN
-// instead of a wait). Errors are a *net.OpError (Op "write"); an Addr of
-// another type is EINVAL, as WriteTo's.
+// instead of a wait). Errors are a *net.OpError (Op "write"), with n 0
+// (x/net's is -1, with a nested "raw-write" OpError); an Addr of another
+// type is EINVAL, as WriteTo's.
 //
 // With faults attached or in a synctest bubble, the datagrams are sent
 // one by one (sendmsg(2)), so that each passes the fault layer or wakes
